@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the rbln test VM, chrooted into the host root (see init):
+# loads rbln.ko with its dependencies, binds the emulated cards, runs the
+# command of this run and leaves its exit status and the kernel log in the
+# results directory.
+set -u
+# shellcheck source=/dev/null
+. "$RBLN_RUN/config.sh"
+res="$RBLN_RUN/results"
+export RBLN_VM=1 RBLN_VM_CARDS RBLN_VM_FAMILY RBLN_VM_HBM RBLN_VM_RESULTS="$res"
+export HOME=/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+finish() {
+	echo "$1" > "$res/rc"
+	dmesg > "$res/dmesg.txt" 2>&1
+	exit 0
+}
+
+say() { echo "rbln-vm: $*"; }
+
+# Dependencies of rbln.ko come from the VM kernel's own modules.
+if [ "$RBLN_VM_DKMS" = 1 ]; then
+	modprobe rbln $RBLN_VM_MODPARAMS || { say "modprobe rbln (DKMS) failed"; finish 125; }
+	say "loaded $(modinfo -n rbln) (DKMS)"
+elif [ -n "$RBLN_VM_MODULE" ]; then
+	deps=$(modinfo -F depends "$RBLN_VM_MODULE" | tr ',' ' ')
+	[ -z "$deps" ] || modprobe -a $deps || { say "modprobe $deps failed"; finish 125; }
+	insmod "$RBLN_VM_MODULE" $RBLN_VM_MODPARAMS || { say "insmod $RBLN_VM_MODULE failed"; finish 125; }
+fi
+
+# Bind every emulated card (ivshmem function 1af4:1110) to rbln, in BDF order.
+if [ "$RBLN_VM_BIND" = 1 ]; then
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ] || continue
+		echo rbln > "$d/driver_override"
+		echo "$(basename "$d")" > /sys/bus/pci/drivers_probe 2>/dev/null ||
+			say "binding $(basename "$d") to rbln failed"
+	done
+fi
+
+say "command starts at uptime $(cut -d" " -f1 /proc/uptime)s"
+cd "$RBLN_VM_CWD" 2>/dev/null || cd /
+bash "$RBLN_RUN/cmd.sh"
+finish $?

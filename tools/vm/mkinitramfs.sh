@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Builds the rbln test VM's initramfs: static busybox, tools/vm/init, and
+# the 9p modules of the VM kernel (decompressed; busybox insmod reads no xz).
+# usage: mkinitramfs.sh KVER OUT.cpio.gz
+set -euo pipefail
+kver=$1
+out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mkdir -p "$tmp"/{bin,dev,proc,sys,host,lib/modules}
+cp /bin/busybox "$tmp/bin/busybox"
+file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' ||
+	ldd /bin/busybox 2>&1 | grep -q 'not a dynamic' ||
+	{ echo "mkinitramfs: /bin/busybox is not static (install busybox-static)" >&2; exit 1; }
+install -m 0755 "$here/init" "$tmp/init"
+for m in netfs 9pnet 9pnet_virtio 9p; do
+	f=$(modinfo -k "$kver" -n "$m")
+	case "$f" in
+	*.xz) xz -dc "$f" > "$tmp/lib/modules/$m.ko" ;;
+	*.zst) zstd -dc "$f" > "$tmp/lib/modules/$m.ko" ;;
+	*) cp "$f" "$tmp/lib/modules/$m.ko" ;;
+	esac
+done
+(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
+mv "$out.tmp" "$out"

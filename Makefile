@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0
+# The one entry point of rbln.  See README.md.
+#
+#   make               kernel module, librbln, tools and tests
+#   make test          dependencies, lint, host unit tests, VM tests
+#   make demo          dependencies, build, rbln-smi + workload in the VM
+#   make vm CMD="..."  run a command inside the VM with emulated cards
+#   make dkms-install  dkms add/build/install for the VM kernel
+#   make install       udev rule and tools on this machine
+#   make lint          checkpatch, W=1 C=1, clang-format, clang-tidy
+#   make clean
+
+SHELL   := /bin/bash
+TOP     := $(CURDIR)
+BUILD   := $(TOP)/build
+CMAKE_B := $(BUILD)/cmake
+KVER    ?= $(shell cat $(BUILD)/kver 2>/dev/null || \
+             ls /boot | sed -n 's/^vmlinuz-\(6\.12\..*-amd64\)$$/\1/p' | sort -V | tail -n 1)
+KDIR    ?= /lib/modules/$(KVER)/build
+CARDS   ?= 1
+FAMILY  ?= rebel100
+HBM     ?= 256M
+VMARGS  ?=
+JOBS    ?= $(shell nproc)
+PREFIX  ?= /usr/local
+
+VM      := $(TOP)/tools/vm/rbln-vm
+SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
+
+.PHONY: all deps kernel userspace test demo vm dkms-install install lint \
+        lint-kernel lint-user test-host test-vm clean help
+
+all: kernel userspace
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@$(TOP)/tools/scripts/install-deps.sh >/dev/null
+
+kernel:
+	@test -n "$(KVER)" || { echo "no VM kernel: run tools/scripts/install-deps.sh"; exit 1; }
+	$(MAKE) -C kernel KDIR=$(KDIR)
+
+$(CMAKE_B)/CMakeCache.txt:
+	cmake -S $(TOP) -B $(CMAKE_B) -G "Unix Makefiles" >/dev/null
+
+userspace: $(CMAKE_B)/CMakeCache.txt
+	cmake --build $(CMAKE_B) -j$(JOBS)
+
+lint: lint-kernel lint-user
+
+lint-kernel:
+	$(MAKE) -C kernel KDIR=$(KDIR) lint
+
+lint-user: $(CMAKE_B)/CMakeCache.txt
+	$(TOP)/tools/scripts/lint-user.sh $(CMAKE_B)
+
+test-host: userspace
+	ctest --test-dir $(CMAKE_B) --output-on-failure -j$(JOBS)
+
+# Everything that needs the kernel module and the emulated card.
+test-vm: kernel userspace
+	$(TOP)/tools/scripts/test-vm.sh
+
+test: deps
+	$(MAKE) lint
+	$(MAKE) all
+	$(MAKE) test-host
+	$(MAKE) test-vm
+
+demo: deps
+	$(MAKE) all
+	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
+		$(TOP)/tools/scripts/demo.sh $(SMI)
+
+vm: all
+	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- sh -c '$(CMD)'
+
+dkms-install: kernel
+	$(TOP)/kernel/dkms-install.sh $(KVER)
+
+install: userspace
+	install -D -m 0644 udev/70-rbln.rules /etc/udev/rules.d/70-rbln.rules
+	install -D -m 0755 $(SMI) $(PREFIX)/bin/rbln-smi
+	-command -v udevadm >/dev/null && udevadm control --reload-rules
+
+clean:
+	-$(MAKE) -C kernel KDIR=$(KDIR) clean
+	rm -rf $(CMAKE_B) $(BUILD)/vm $(BUILD)/vm-runs $(BUILD)/runner-warn

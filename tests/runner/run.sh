@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Tests of the VM runner itself (run on the host; each case boots a VM):
+#  - a command's exit status comes back as the runner's;
+#  - a failing command fails the run;
+#  - a kernel WARN in the guest fails a run whose command succeeded;
+#  - no emulator, QEMU or shm file is left behind.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+vm="$top/tools/vm/rbln-vm"
+kver=$(cat "$top/build/kver")
+warn_ko="$top/build/runner-warn/rbln_vmtest_warn.ko"
+pass=0 fail=0
+
+check() { # name expected-rc actual-rc
+	if [ "$2" = "$3" ]; then
+		echo "ok - $1"
+		pass=$((pass + 1))
+	else
+		echo "not ok - $1 (expected exit $2, got $3)"
+		fail=$((fail + 1))
+	fi
+}
+
+leftovers() {
+	local n
+	n=$(ls /dev/shm 2>/dev/null | grep -c '^rbln-vm-')
+	n=$((n + $(pgrep -fc "rbln-emu --family" || true)))
+	echo "$n"
+}
+
+before=$(leftovers)
+
+"$vm" -q --timeout 120 -- true
+check "a succeeding command passes the run" 0 $?
+
+"$vm" -q --timeout 120 -- sh -c 'exit 7'
+check "a failing command fails the run with its status" 7 $?
+
+rm -rf "$top/build/runner-warn"
+mkdir -p "$top/build/runner-warn"
+cp "$top/tests/runner/warn-module/"* "$top/build/runner-warn/"
+make -s -C "/lib/modules/$kver/build" M="$top/build/runner-warn" modules >/dev/null
+"$vm" -q --timeout 120 -- insmod "$warn_ko"
+check "a kernel WARN in the guest fails the run" 126 $?
+
+check "no emulator or shm file left behind" "$before" "$(leftovers)"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

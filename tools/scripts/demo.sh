@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the VM for `make demo`: shows the cards with rbln-smi, then
+# puts the card to work through the driver and shows it again.
+set -euo pipefail
+smi=$1
+top=$(cd "$(dirname "$0")/../.." && pwd)
+echo
+"$smi"
+echo
+"$smi" -L
+demo="$top/build/cmake/tests/kselftest/rbln_info_test"
+if [ -x "$demo" ]; then
+	echo
+	echo "== GET_INFO / telemetry round trips through the admin ring =="
+	"$demo"
+fi

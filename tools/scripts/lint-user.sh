@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Lint of everything outside kernel/: clang-format and clang-tidy on the
+# user-space C/C++ (umd/, tools/, tests/), checkpatch --strict on the C that
+# follows kernel style (kselftests, the runner's test module).
+# usage: lint-user.sh CMAKE_BUILD_DIR
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bdir=${1:-$top/build/cmake}
+cd "$top"
+status=0
+
+kstyle='^(tests/kselftest/|tests/runner/warn-module/)'
+mapfile -t user < <(git ls-files 'umd/*' 'tools/*' 'tests/*' |
+	grep -E '\.(c|cc|cpp|h|hpp)$' | grep -Ev "$kstyle")
+mapfile -t kfiles < <(git ls-files 'tests/*' | grep -E '\.(c|h)$' | grep -E "$kstyle")
+
+if [ "${#user[@]}" -gt 0 ]; then
+	if ! clang-format --dry-run --Werror "${user[@]}"; then
+		echo "lint: clang-format findings (fix with clang-format -i)" >&2
+		status=1
+	fi
+	mapfile -t tus < <(printf '%s\n' "${user[@]}" | grep -E '\.(c|cc|cpp)$')
+	if [ "${#tus[@]}" -gt 0 ]; then
+		[ -f "$bdir/compile_commands.json" ] ||
+			cmake -S "$top" -B "$bdir" -G "Unix Makefiles" >/dev/null
+		out=$(printf '%s\n' "${tus[@]}" |
+			xargs -P "$(nproc)" -n 4 clang-tidy -p "$bdir" --quiet 2>/dev/null)
+		if echo "$out" | grep -Eq '(warning|error):'; then
+			echo "$out" >&2
+			echo "lint: clang-tidy findings" >&2
+			status=1
+		fi
+	fi
+fi
+
+if [ "${#kfiles[@]}" -gt 0 ]; then
+	if ! perl "$top/build/linux-src/scripts/checkpatch.pl" --strict --no-tree \
+		--terse --show-types -f "${kfiles[@]}" > /tmp/rbln-cp.$$ 2>&1; then
+		cat /tmp/rbln-cp.$$ >&2
+		echo "lint: checkpatch findings in kernel-style test code" >&2
+		status=1
+	fi
+	rm -f /tmp/rbln-cp.$$
+fi
+
+[ "$status" = 0 ] && echo "lint: user space clean (${#user[@]} files), kernel-style tests clean (${#kfiles[@]} files)"
+exit "$status"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The VM tier of `make test`: every case boots the VM kernel with emulated
+# cards and rbln.ko from the build tree (or DKMS once).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+vm="$top/tools/vm/rbln-vm"
+ksft="$top/build/cmake/tests/kselftest"
+smi="$top/build/cmake/tools/rbln-smi/rbln-smi"
+pass=0 fail=0
+failed=()
+
+step() { # name, then the command
+	local name=$1 t0 rc
+	shift
+	echo "=== $name"
+	t0=$(date +%s)
+	"$@"
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		pass=$((pass + 1))
+		echo "=== $name: ok ($(( $(date +%s) - t0 ))s)"
+	else
+		fail=$((fail + 1))
+		failed+=("$name")
+		echo "=== $name: FAILED (exit $rc)"
+	fi
+}
+
+step "runner self-test" "$top/tests/runner/run.sh"
+step "kselftests + rbln-smi, 1 Rebel100 card" \
+	"$vm" -q --timeout 900 -- bash -c \
+	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+step "kselftests + rbln-smi, 2 ATOM cards" \
+	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M -- bash -c \
+	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+step "DKMS-built module" bash -c \
+	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
+	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info"
+
+echo
+echo "VM tests: $pass passed, $fail failed"
+for f in "${failed[@]}"; do echo "  failed: $f"; done
+[ "$fail" = 0 ]

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+// rbln/rbln.hpp - the C++ API of librbln (umbrella header).
+#pragma once
+
+#include "rbln/discovery.hpp" // IWYU pragma: export
+#include "rbln/error.hpp"     // IWYU pragma: export
+#include "rbln/fw_ctrl.hpp"   // IWYU pragma: export
+#include "rbln/kernel.hpp"    // IWYU pragma: export
+#include "rbln/sysfs.hpp"     // IWYU pragma: export
+#include "rbln/version.hpp"   // IWYU pragma: export

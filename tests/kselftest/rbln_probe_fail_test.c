@@ -37,210 +37,239 @@
 
 #define FAULT_REASON "ksft-injected-fault"
 
-FIXTURE(probe) {
-    struct rbln_node nodes[RBLN_MAX_TEST_CARDS];
-    int count;
-    struct rbln_node target;
-    struct drm_rbln_info_device before;
-    char orig_timeout[32];
-    int timeout_ms;
-    bool timeout_changed;
-    char klog[65536];
+FIXTURE(probe)
+{
+	struct rbln_node nodes[RBLN_MAX_TEST_CARDS];
+	int count;
+	struct rbln_node target;
+	struct drm_rbln_info_device before;
+	char orig_timeout[32];
+	int timeout_ms;
+	bool timeout_changed;
+	char klog[65536];
 };
 
-FIXTURE_SETUP(probe) {
-    char reply[128];
-    int fd;
-    int err;
+FIXTURE_SETUP(probe)
+{
+	char reply[128];
+	int fd;
+	int err;
 
-    self->timeout_changed = false;
-    self->orig_timeout[0] = '\0';
-    self->klog[0] = '\0';
-    RBLN_REQUIRE_NODES(self->nodes, self->count);
-    RBLN_REQUIRE_ROOT();
-    self->target = self->nodes[0];
-    ASSERT_LE(0, self->target.card) TH_LOG("%s is not an emulated card", self->target.bdf);
-    fd = rbln_open_minor(self->target.minor);
-    ASSERT_LE(0, fd);
-    ASSERT_EQ(0, rbln_get_info(fd, RBLN_INFO_DEVICE, &self->before, sizeof(self->before), NULL));
-    close(fd);
+	self->timeout_changed = false;
+	self->orig_timeout[0] = '\0';
+	self->klog[0] = '\0';
+	self->count = rbln_require_nodes(_metadata, self->nodes);
+	if (!self->count || !rbln_require_root(_metadata))
+		return;
+	self->target = self->nodes[0];
+	ASSERT_LE(0, self->target.card)
+	TH_LOG("%s is not an emulated card", self->target.bdf);
+	fd = rbln_open_minor(self->target.minor);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, rbln_get_info(fd, RBLN_INFO_DEVICE, &self->before,
+				   sizeof(self->before), NULL));
+	close(fd);
 
-    /* the control port must work before a fault test means anything */
-    err = rbln_emu_cmd(self->target.card, "fault clear", reply, sizeof(reply), EMU_TIMEOUT_MS);
-    ASSERT_EQ(0, err)
-    TH_LOG("emulator port rbln-emu.%d: %s, reply '%s'", self->target.card, strerror(-err), reply);
+	/* the control port must work before a fault test means anything */
+	err = rbln_emu_cmd(self->target.card, "fault clear", reply,
+			   sizeof(reply), EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err)
+	TH_LOG("emulator port rbln-emu.%d: %s, reply '%s'", self->target.card,
+	       strerror(-err), reply);
 
-    self->timeout_ms = 5000;
-    if (rbln_read_file(BOOT_TIMEOUT_PARAM, self->orig_timeout, sizeof(self->orig_timeout)) > 0)
-        self->timeout_ms = atoi(self->orig_timeout);
-    else
-        TH_LOG("%s not readable, assuming 5000 ms", BOOT_TIMEOUT_PARAM);
+	self->timeout_ms = 5000;
+	if (rbln_read_file(BOOT_TIMEOUT_PARAM, self->orig_timeout,
+			   sizeof(self->orig_timeout)) > 0)
+		self->timeout_ms = atoi(self->orig_timeout);
+	else
+		TH_LOG("%s not readable, assuming 5000 ms", BOOT_TIMEOUT_PARAM);
 }
 
-FIXTURE_TEARDOWN_PARENT(probe) {
-    char reply[128];
-    char log[1024] = "";
-    int failed;
+FIXTURE_TEARDOWN_PARENT(probe)
+{
+	char reply[128];
+	char log[1024] = "";
+	int failed;
 
-    if (self->target.card >= 0) {
-        EXPECT_EQ(
-            0, rbln_emu_cmd(self->target.card, "fault clear", reply, sizeof(reply), EMU_TIMEOUT_MS))
-        TH_LOG("fault clear: reply '%s'", reply);
-    }
-    if (self->timeout_changed) {
-        EXPECT_EQ(0, rbln_write_file(BOOT_TIMEOUT_PARAM, self->orig_timeout))
-        TH_LOG("restoring boot_timeout_ms=%s", self->orig_timeout);
-    }
-    failed = rbln_restore_bindings(log, sizeof(log));
-    if (log[0])
-        TH_LOG("teardown: %s", log);
-    EXPECT_EQ(0, failed) TH_LOG("could not bind every card back");
+	if (self->target.card >= 0) {
+		EXPECT_EQ(0, rbln_emu_cmd(self->target.card, "fault clear",
+					  reply, sizeof(reply), EMU_TIMEOUT_MS))
+		TH_LOG("fault clear: reply '%s'", reply);
+	}
+	if (self->timeout_changed) {
+		EXPECT_EQ(0, rbln_write_file(BOOT_TIMEOUT_PARAM,
+					     self->orig_timeout))
+		TH_LOG("restoring boot_timeout_ms=%s", self->orig_timeout);
+	}
+	failed = rbln_restore_bindings(log, sizeof(log));
+	if (log[0])
+		TH_LOG("teardown: %s", log);
+	EXPECT_EQ(0, failed) TH_LOG("could not bind every card back");
 }
 
-static void lower_timeout(struct __test_metadata* _metadata, FIXTURE_DATA(probe) * self) {
-    char val[16];
-    int err;
+static void lower_timeout(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(probe) * self)
+{
+	char val[16];
+	int err;
 
-    (void)_metadata;
-    snprintf(val, sizeof(val), "%d", TEST_BOOT_TIMEOUT_MS);
-    err = rbln_write_file(BOOT_TIMEOUT_PARAM, val);
-    if (err) {
-        TH_LOG("boot_timeout_ms not writable (%s), living with %d ms", strerror(-err),
-               self->timeout_ms);
-        return;
-    }
-    self->timeout_changed = true;
-    self->timeout_ms = TEST_BOOT_TIMEOUT_MS;
+	(void)_metadata;
+	snprintf(val, sizeof(val), "%d", TEST_BOOT_TIMEOUT_MS);
+	err = rbln_write_file(BOOT_TIMEOUT_PARAM, val);
+	if (err) {
+		TH_LOG("boot_timeout_ms not writable (%s), living with %d ms",
+		       strerror(-err), self->timeout_ms);
+		return;
+	}
+	self->timeout_changed = true;
+	self->timeout_ms = TEST_BOOT_TIMEOUT_MS;
 }
 
-static void unbind_target(struct __test_metadata* _metadata, FIXTURE_DATA(probe) * self) {
-    int err = rbln_unbind(self->target.bdf);
+static void unbind_target(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(probe) * self)
+{
+	int err = rbln_unbind(self->target.bdf);
 
-    ASSERT_EQ(0, err) TH_LOG("unbind %s: %s", self->target.bdf, strerror(-err));
-    ASSERT_EQ(0, rbln_wait_node_gone(self->target.minor, 5000));
+	ASSERT_EQ(0, err)
+	TH_LOG("unbind %s: %s", self->target.bdf, strerror(-err));
+	ASSERT_EQ(0, rbln_wait_node_gone(self->target.minor, 5000));
 }
 
-static void emu(struct __test_metadata* _metadata, FIXTURE_DATA(probe) * self, const char* cmd) {
-    char reply[128];
-    int err = rbln_emu_cmd(self->target.card, cmd, reply, sizeof(reply), EMU_TIMEOUT_MS);
+static void emu(struct __test_metadata *_metadata, FIXTURE_DATA(probe) * self,
+		const char *cmd)
+{
+	char reply[128];
+	int err = rbln_emu_cmd(self->target.card, cmd, reply, sizeof(reply),
+			       EMU_TIMEOUT_MS);
 
-    ASSERT_EQ(0, err) TH_LOG("emulator '%s': %s, reply '%s'", cmd, strerror(-err), reply);
+	ASSERT_EQ(0, err)
+	TH_LOG("emulator '%s': %s, reply '%s'", cmd, strerror(-err), reply);
 }
 
 /* The probe failed: no driver, no node, nothing half-bound. */
-static void expect_nothing_left(struct __test_metadata* _metadata, FIXTURE_DATA(probe) * self) {
-    EXPECT_FALSE(rbln_is_bound(self->target.bdf)) TH_LOG("bound after a failed probe");
-    EXPECT_EQ(-ENOENT, rbln_node_of_bdf(self->target.bdf)) TH_LOG("accel node after failed probe");
+static void expect_nothing_left(struct __test_metadata *_metadata,
+				FIXTURE_DATA(probe) * self)
+{
+	EXPECT_FALSE(rbln_is_bound(self->target.bdf))
+	TH_LOG("bound after a failed probe");
+	EXPECT_EQ(-ENOENT, rbln_node_of_bdf(self->target.bdf))
+	TH_LOG("accel node after failed probe");
 }
 
 /* Binds after the fault is cleared; the card must come back as it was. */
-static void expect_recovery(struct __test_metadata* _metadata, FIXTURE_DATA(probe) * self) {
-    struct drm_rbln_info_device d;
-    int minor;
-    int fd;
-    int err;
+static void expect_recovery(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(probe) * self)
+{
+	struct drm_rbln_info_device d;
+	int minor;
+	int fd;
+	int err;
 
-    emu(_metadata, self, "fault clear");
-    err = rbln_bind(self->target.bdf);
-    ASSERT_EQ(0, err) TH_LOG("bind after fault clear: %s", strerror(-err));
-    minor = rbln_wait_node(self->target.bdf, NODE_TIMEOUT_MS);
-    ASSERT_LE(0, minor) TH_LOG("no accel node after recovery");
-    fd = rbln_open_minor(minor);
-    ASSERT_LE(0, fd);
-    ASSERT_EQ(0, rbln_get_info(fd, RBLN_INFO_DEVICE, &d, sizeof(d), NULL));
-    EXPECT_EQ(0, memcmp(&d, &self->before, sizeof(d))) TH_LOG("identity changed");
-    close(fd);
-    self->target.minor = minor;
+	emu(_metadata, self, "fault clear");
+	err = rbln_bind(self->target.bdf);
+	ASSERT_EQ(0, err) TH_LOG("bind after fault clear: %s", strerror(-err));
+	minor = rbln_wait_node(self->target.bdf, NODE_TIMEOUT_MS);
+	ASSERT_LE(0, minor) TH_LOG("no accel node after recovery");
+	fd = rbln_open_minor(minor);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, rbln_get_info(fd, RBLN_INFO_DEVICE, &d, sizeof(d), NULL));
+	EXPECT_EQ(0, memcmp(&d, &self->before, sizeof(d)))
+	TH_LOG("identity changed");
+	close(fd);
+	self->target.minor = minor;
 }
 
 /* Lines of the captured log that name the target device and one of @any. */
-static int count_dev_lines(FIXTURE_DATA(probe) * self, const char* const* any) {
-    int n = 0;
+static int count_dev_lines(FIXTURE_DATA(probe) * self, const char *const *any)
+{
+	int n = 0;
 
-    for (const char* const* a = any; *a; a++) {
-        const char* needles[] = {self->target.bdf, *a, NULL};
-
-        n += rbln_count_lines(self->klog, needles);
-    }
-    return n;
+	for (const char *const *a = any; *a; a++)
+		n += rbln_count_lines(self->klog, self->target.bdf, *a, NULL);
+	return n;
 }
 
-TEST_F_TIMEOUT(probe, no_response_fails_probe_with_one_timeout_line, 180) {
-    static const char* const timeout_words[] = {"did not answer", "timed out", "timeout", NULL};
-    int64_t t0, elapsed;
-    int kfd;
-    int err;
+TEST_F_TIMEOUT(probe, no_response_fails_probe_with_one_timeout_line, 180)
+{
+	static const char *const timeout_words[] = { "did not answer",
+						     "timed out", "timeout",
+						     NULL };
+	__s64 t0, elapsed;
+	int kfd;
+	int err;
 
-    unbind_target(_metadata, self);
-    lower_timeout(_metadata, self);
-    emu(_metadata, self, "fault no-response");
-    kfd = rbln_kmsg_open();
-    ASSERT_LE(0, kfd) TH_LOG("/dev/kmsg: %s", strerror(-kfd));
+	unbind_target(_metadata, self);
+	lower_timeout(_metadata, self);
+	emu(_metadata, self, "fault no-response");
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd) TH_LOG("/dev/kmsg: %s", strerror(-kfd));
 
-    t0 = rbln_now_ms();
-    err = rbln_bind(self->target.bdf);
-    elapsed = rbln_now_ms() - t0;
-    rbln_sleep_ms(100);
-    EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
-    close(kfd);
-    TH_LOG("bind: %s after %lld ms; log:\n%s", strerror(-err), (long long)elapsed, self->klog);
+	t0 = rbln_now_ms();
+	err = rbln_bind(self->target.bdf);
+	elapsed = rbln_now_ms() - t0;
+	rbln_sleep_ms(100);
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	TH_LOG("bind: %s after %lld ms; log:\n%s", strerror(-err),
+	       (long long)elapsed, self->klog);
 
-    EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
-    /* it waited for the handshake, and not forever */
-    EXPECT_LE(self->timeout_ms - 50, elapsed);
-    EXPECT_GE(3 * self->timeout_ms + 15000, elapsed);
-    expect_nothing_left(_metadata, self);
-    /* "the timeout" is said once, not once per poll or per retry */
-    EXPECT_EQ(1, count_dev_lines(self, timeout_words))
-    TH_LOG("want one line about the handshake timeout");
+	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
+	/* it waited for the handshake, and not forever */
+	EXPECT_LE(self->timeout_ms - 50, elapsed);
+	EXPECT_GE(3 * self->timeout_ms + 15000, elapsed);
+	expect_nothing_left(_metadata, self);
+	/* "the timeout" is said once, not once per poll or per retry */
+	EXPECT_EQ(1, count_dev_lines(self, timeout_words))
+	TH_LOG("want one line about the handshake timeout");
 
-    expect_recovery(_metadata, self);
+	expect_recovery(_metadata, self);
 }
 
-TEST_F_TIMEOUT(probe, fw_fault_fails_probe_and_logs_the_reason, 180) {
-    static const char* const reason[] = {FAULT_REASON, NULL};
-    int kfd;
-    int err;
+TEST_F_TIMEOUT(probe, fw_fault_fails_probe_and_logs_the_reason, 180)
+{
+	static const char *const reason[] = { FAULT_REASON, NULL };
+	int kfd;
+	int err;
 
-    unbind_target(_metadata, self);
-    lower_timeout(_metadata, self);
-    emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
-    kfd = rbln_kmsg_open();
-    ASSERT_LE(0, kfd);
+	unbind_target(_metadata, self);
+	lower_timeout(_metadata, self);
+	emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
 
-    err = rbln_bind(self->target.bdf);
-    rbln_sleep_ms(100);
-    EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
-    close(kfd);
-    TH_LOG("bind: %s; log:\n%s", strerror(-err), self->klog);
+	err = rbln_bind(self->target.bdf);
+	rbln_sleep_ms(100);
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	TH_LOG("bind: %s; log:\n%s", strerror(-err), self->klog);
 
-    EXPECT_EQ(-FW_FAULT_ERRNO, err);
-    expect_nothing_left(_metadata, self);
-    EXPECT_EQ(1, count_dev_lines(self, reason)) TH_LOG("want one line with the fault reason");
-    {
-        const char* needles[] = {self->target.bdf, FAULT_REASON, "3", NULL};
+	EXPECT_EQ(-FW_FAULT_ERRNO, err);
+	expect_nothing_left(_metadata, self);
+	EXPECT_EQ(1, count_dev_lines(self, reason))
+	TH_LOG("want one line with the fault reason");
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      FAULT_REASON, "code 3"))
+	TH_LOG("the line names code 3");
 
-        EXPECT_EQ(1, rbln_count_lines(self->klog, needles)) TH_LOG("the line names code 3");
-    }
-
-    expect_recovery(_metadata, self);
+	expect_recovery(_metadata, self);
 }
 
-TEST_F_TIMEOUT(probe, timeout_then_fault_then_clean_probe, 240) {
-    int err;
+TEST_F_TIMEOUT(probe, timeout_then_fault_then_clean_probe, 240)
+{
+	int err;
 
-    /* two failed probes in a row must not leave state that breaks the third */
-    unbind_target(_metadata, self);
-    lower_timeout(_metadata, self);
-    emu(_metadata, self, "fault no-response");
-    err = rbln_bind(self->target.bdf);
-    EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
-    emu(_metadata, self, "fault clear");
-    emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
-    err = rbln_bind(self->target.bdf);
-    EXPECT_EQ(-FW_FAULT_ERRNO, err);
-    expect_nothing_left(_metadata, self);
-    expect_recovery(_metadata, self);
+	/* two failed probes in a row must not leave state that breaks the third */
+	unbind_target(_metadata, self);
+	lower_timeout(_metadata, self);
+	emu(_metadata, self, "fault no-response");
+	err = rbln_bind(self->target.bdf);
+	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
+	emu(_metadata, self, "fault clear");
+	emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
+	err = rbln_bind(self->target.bdf);
+	EXPECT_EQ(-FW_FAULT_ERRNO, err);
+	expect_nothing_left(_metadata, self);
+	expect_recovery(_metadata, self);
 }
 
 TEST_HARNESS_MAIN

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * rbln_util.h - helpers shared by the rbln kselftests.
+ * Helpers shared by the rbln kselftests.
  *
  * The tests run inside the VM started by tools/vm/rbln-vm: every card is an
  * ivshmem-doorbell PCI function (1af4:1110) bound to rbln through
@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
 #include <drm/rbln_accel.h>
 
 #define RBLN_MAX_TEST_CARDS 16
@@ -25,9 +27,9 @@
 
 /* One rbln accel node. */
 struct rbln_node {
-    int minor;              /* N of /dev/accel/accelN */
-    char bdf[RBLN_BDF_LEN]; /* PCI address, e.g. 0000:00:04.0 */
-    int card;               /* index of the emulated card (port rbln-emu.<card>) */
+	int minor; /* N of /dev/accel/accelN */
+	char bdf[RBLN_BDF_LEN]; /* PCI address, e.g. 0000:00:04.0 */
+	int card; /* index of the emulated card (port rbln-emu.<card>) */
 };
 
 /* True when running inside the rbln VM (RBLN_VM=1). */
@@ -37,40 +39,40 @@ bool rbln_in_vm(void);
  * Fills @nodes with the accel nodes whose device is bound to driver rbln,
  * sorted by PCI address.  Returns the count (0 if none) or -errno.
  */
-int rbln_find_nodes(struct rbln_node* nodes, int max);
+int rbln_find_nodes(struct rbln_node *nodes, int max);
 
 /* Finds the accel node of PCI function @bdf; returns its minor or -ENOENT. */
-int rbln_node_of_bdf(const char* bdf);
+int rbln_node_of_bdf(const char *bdf);
 
 /* Waits up to @timeout_ms for the accel node of @bdf; returns its minor or -ETIMEDOUT. */
-int rbln_wait_node(const char* bdf, int timeout_ms);
+int rbln_wait_node(const char *bdf, int timeout_ms);
 
 /* Waits up to @timeout_ms until accel minor @minor is gone from sysfs and /dev. */
 int rbln_wait_node_gone(int minor, int timeout_ms);
 
 /* Index of @bdf among the ivshmem (1af4:1110) PCI functions, or -ENOENT. */
-int rbln_card_index(const char* bdf);
+int rbln_card_index(const char *bdf);
 
 /* Opens /dev/accel/accel<minor> read-write; returns the fd or -errno. */
 int rbln_open_minor(int minor);
 
 /* DRM_IOCTL_RBLN_GET_INFO; on success @size_out gets the reported size. */
-int rbln_get_info(int fd, uint32_t type, void* buf, uint32_t size, uint32_t* size_out);
+int rbln_get_info(int fd, __u32 type, void *buf, __u32 size, __u32 *size_out);
 
 /* Writes @val to the sysfs (or other) file @path in one write(). */
-int rbln_write_file(const char* path, const char* val);
+int rbln_write_file(const char *path, const char *val);
 
 /* Reads up to @len - 1 bytes of @path into @buf, NUL-terminated, trailing newline cut. */
-int rbln_read_file(const char* path, char* buf, size_t len);
+int rbln_read_file(const char *path, char *buf, size_t len);
 
 /* Unbinds @bdf from rbln. */
-int rbln_unbind(const char* bdf);
+int rbln_unbind(const char *bdf);
 
 /* Binds @bdf to rbln; the probe's error comes back as -errno. */
-int rbln_bind(const char* bdf);
+int rbln_bind(const char *bdf);
 
 /* True when @bdf is currently bound to driver rbln. */
-bool rbln_is_bound(const char* bdf);
+bool rbln_is_bound(const char *bdf);
 
 /*
  * Puts every card back: each ivshmem function whose driver_override is
@@ -78,7 +80,7 @@ bool rbln_is_bound(const char* bdf);
  * is bound again.  Returns how many could not be bound (0 = all fine); a
  * description of what was done is appended to @log.
  */
-int rbln_restore_bindings(char* log, size_t len);
+int rbln_restore_bindings(char *log, size_t len);
 
 /*
  * Sends one command line (without newline) to the emulator of card @card and
@@ -86,7 +88,8 @@ int rbln_restore_bindings(char* log, size_t len);
  * "ok" or starts with "ok ", -EPROTO for any other reply, -ETIMEDOUT if no
  * line came within @timeout_ms, or another -errno.
  */
-int rbln_emu_cmd(int card, const char* cmd, char* reply, size_t reply_len, int timeout_ms);
+int rbln_emu_cmd(int card, const char *cmd, char *reply, size_t reply_len,
+		 int timeout_ms);
 
 /*
  * Kernel log capture: rbln_kmsg_open() opens /dev/kmsg positioned at its
@@ -94,13 +97,14 @@ int rbln_emu_cmd(int card, const char* cmd, char* reply, size_t reply_len, int t
  * (one line per record, without the prefix) to @buf.
  */
 int rbln_kmsg_open(void);
-int rbln_kmsg_read(int fd, char* buf, size_t len);
+int rbln_kmsg_read(int fd, char *buf, size_t len);
 
-/* Counts the lines of @text that contain every one of the NULL-ended needles. */
-int rbln_count_lines(const char* text, const char* const* needles);
+/* Counts the lines of @text that contain @a and @b and @c (NULL: not checked). */
+int rbln_count_lines(const char *text, const char *a, const char *b,
+		     const char *c);
 
 /* Monotonic time in milliseconds. */
-int64_t rbln_now_ms(void);
+__s64 rbln_now_ms(void);
 
 /* Sleeps @ms milliseconds. */
 void rbln_sleep_ms(int ms);

@@ -3,7 +3,11 @@
 #
 # Runs every rbln kselftest binary and exits non-zero if any failed.
 #
-#   tests/kselftest/run.sh [BINDIR]        (default: build/cmake/tests/kselftest)
+#   tests/kselftest/run.sh [BINDIR [PATTERN...]]
+#
+# BINDIR defaults to build/cmake/tests/kselftest.  With PATTERNs, only the
+# binaries whose name contains one of them run (run.sh DIR info runs
+# rbln_get_info_test only).
 #
 # Meant for the rbln VM: tools/vm/rbln-vm -- tests/kselftest/run.sh build/cmake/tests/kselftest
 # Read-only tests run first, the ones that unbind and fault cards last.  After
@@ -14,7 +18,22 @@
 set -u
 
 bindir=${1:-build/cmake/tests/kselftest}
-tests="rbln_get_info_test rbln_uapi_errors_test rbln_unplug_test rbln_probe_fail_test"
+[ $# -gt 0 ] && shift
+all="rbln_get_info_test rbln_uapi_errors_test rbln_unplug_test rbln_probe_fail_test"
+tests=
+for t in $all; do
+	if [ $# -eq 0 ]; then
+		tests="$tests $t"
+		continue
+	fi
+	for p in "$@"; do
+		case $t in *"$p"*) tests="$tests $t"; break ;; esac
+	done
+done
+if [ -z "$tests" ]; then
+	echo "run.sh: no test matches: $*" >&2
+	exit 2
+fi
 
 if [ ! -d "$bindir" ]; then
 	echo "run.sh: no such directory: $bindir (build with cmake first)" >&2

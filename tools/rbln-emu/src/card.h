@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+// The card's firmware model (firmware-iface v1): control block, boot
+// handshake, admin ring, event ring, telemetry and heartbeat.
+//
+// Independent of the transport: it sees the control block (a span of the
+// BAR), guest RAM through GuestMemory, and raises MSI-X vectors through a
+// callback.  The transport calls doorbell() and tick(); the control
+// interface calls the telemetry and fault methods.  v1 runs everything on
+// one thread; engines added later get their own threads and talk to the
+// model through the same narrow calls.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "bar_layout.h"
+#include "guest_memory.h"
+#include "log.h"
+#include "options.h"
+#include "rbln_fw_admin.h"
+#include "rbln_fw_ctrl.h"
+
+namespace rbln::emu {
+
+inline constexpr std::uint32_t kWholeCard = 0xffffffffU;
+inline constexpr std::uint32_t kRecordSize = 64;
+// A THERMAL event is posted when the card temperature rises to this.
+inline constexpr std::int32_t kThermalWarnMc = 90000;
+
+struct CardIdentity {
+    Family family = Family::rebel100;
+    BarLayout layout;
+    std::uint32_t peer_id = 0;
+    std::uint32_t num_vectors = 0;
+    std::string serial;
+    std::array<std::uint8_t, 16> uuid{};
+    std::string fw_version;
+};
+
+// Builds the identity of a card from the command line (serial derived if
+// empty, uuid derived from the serial).
+CardIdentity make_identity(const Options& opt, std::uint32_t peer_id);
+std::string default_serial();
+std::array<std::uint8_t, 16> uuid_from_serial(std::string_view serial);
+
+struct ChipletTelemetry {
+    std::int32_t temp_mc = 0;
+    std::uint32_t clock_mhz = 0;
+    std::uint32_t mem_clock_mhz = 0;
+    std::uint64_t busy_ns = 0;
+};
+
+struct Telemetry {
+    std::int32_t temp_mc = 45000;
+    std::uint64_t power_uw = 75000000;
+    std::array<ChipletTelemetry, RBLN_FW_MAX_CHIPLETS> chiplet{};
+};
+
+Telemetry default_telemetry();
+
+struct CardStats {
+    std::uint64_t doorbells = 0;
+    std::uint64_t admin_requests = 0; // requests consumed (good and bad)
+    std::uint64_t bad_requests = 0;
+    std::uint64_t completions = 0;
+    std::uint64_t events = 0;         // events written to the ring
+    std::uint64_t events_dropped = 0; // events that found the ring full
+    std::uint64_t irqs = 0;
+    std::uint64_t cq_stalls = 0; // times the completion ring was full
+    std::array<std::uint64_t, RBLN_FW_MAX_CHIPLETS> chiplet_resets{};
+};
+
+class Card {
+public:
+    using IrqFn = std::function<void(unsigned vector)>;
+    using ClockFn = std::function<std::uint64_t()>; // monotonic ns
+
+    // `bar` must hold at least the control block; it is initialized here.
+    Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, IrqFn irq, Logger& log,
+         ClockFn clock = {});
+
+    // Transport entry points.
+    void doorbell(unsigned vector);
+    void tick(); // about every 100 ms: heartbeat, retry a stalled ring
+
+    // Queries.
+    [[nodiscard]] std::uint32_t state() const { return state_; }
+    [[nodiscard]] std::uint32_t fault_code() const { return fault_code_; }
+    [[nodiscard]] const std::string& fault_reason() const { return fault_reason_; }
+    [[nodiscard]] std::uint64_t heartbeat() const { return heartbeat_; }
+    [[nodiscard]] const CardStats& stats() const { return stats_; }
+    [[nodiscard]] const CardIdentity& identity() const { return id_; }
+    [[nodiscard]] const Telemetry& telemetry() const { return telemetry_; }
+    [[nodiscard]] bool no_response() const { return no_response_; }
+    [[nodiscard]] bool rings_configured() const { return rings_.has_value(); }
+
+    // Control interface.
+    void set_card_temp(std::int32_t temp_mc);
+    void set_power(std::uint64_t power_uw);
+    // Throws std::out_of_range for a chiplet index >= chiplet count.
+    void set_chiplet(unsigned index, const ChipletTelemetry& values);
+    void set_no_response(bool on);
+    // The firmware "crashes": FAULT with `code` (non-zero) and `reason`.
+    void inject_fw_fault(std::uint32_t code, std::string_view reason);
+
+    static const char* state_name(std::uint32_t state);
+
+private:
+    // A ring the card writes (completions, events).
+    struct ProducerRing {
+        std::uint64_t addr = 0;
+        std::uint32_t tail = 0;
+        std::uint16_t phase = RBLN_FW_REC_PHASE;
+    };
+
+    // The ring configuration accepted at the handshake (a snapshot: later
+    // host writes to the control block cannot move the rings).
+    struct Rings {
+        std::uint32_t entries = 0;
+        std::uint64_t sq_addr = 0;
+        std::uint32_t sq_head = 0;
+        ProducerRing cq;
+        ProducerRing ev;
+        std::uint32_t event_seq = 0;
+        bool cq_stalled = false;
+        std::optional<std::uint32_t> reported_bad_tail;
+    };
+
+    struct Outcome {
+        std::uint16_t status = RBLN_FW_ST_OK;
+        std::uint32_t data_len = 0;
+        std::array<std::uint64_t, 6> result{};
+        std::optional<std::uint32_t> reset_chiplet; // event after the completion
+        const char* why = nullptr;                  // for the log on errors
+    };
+
+    void init_control_block();
+    void handle_ctrl();
+    void handshake(std::uint32_t host_ctrl, std::uint32_t host_gen);
+    void reset();
+    void enter_fault(std::uint32_t code, std::string_view reason);
+    void set_state(std::uint32_t state);
+    void process_admin();
+    Outcome execute(const rbln_fw_admin_req& req);
+    void post_event(std::uint16_t type, std::uint32_t code, std::uint32_t chiplet,
+                    std::span<const std::uint64_t> data);
+    bool write_record(ProducerRing& ring, std::uint32_t consumer_head, const void* rec);
+    void flush_irqs();
+    [[nodiscard]] std::uint64_t now_ns() const;
+
+    // Host-written control-block fields are read with acquire, card-written
+    // ones published with release (the host polls them).
+    template <typename T> static T host_read(T& field) {
+        return std::atomic_ref<T>(field).load(std::memory_order_acquire);
+    }
+    template <typename T> static void card_write(T& field, std::type_identity_t<T> value) {
+        std::atomic_ref<T>(field).store(value, std::memory_order_release);
+    }
+
+    CardIdentity id_;
+    rbln_fw_ctrl* ctrl_;
+    GuestMemory& ram_;
+    IrqFn irq_;
+    Logger& log_;
+    ClockFn clock_;
+    std::uint64_t start_ns_ = 0;
+
+    std::uint32_t state_ = RBLN_FW_STATE_RESET;
+    std::uint32_t fault_code_ = RBLN_FW_FAULT_NONE;
+    std::string fault_reason_;
+    std::uint64_t heartbeat_ = 0;
+    std::uint32_t acked_gen_ = 0;
+    std::uint32_t pending_irqs_ = 0;
+    bool no_response_ = false;
+    std::optional<Rings> rings_;
+    Telemetry telemetry_;
+    CardStats stats_;
+};
+
+} // namespace rbln::emu

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel-API differences between the kernels rbln supports (6.8 .. 6.15).
+ *
+ * Each difference is detected by tools/scripts/kernel-features.sh, which
+ * writes rbln_config.h with one HAVE_* define per API; the rest of the
+ * driver uses only the helpers below and never tests kernel versions.
+ */
+#ifndef RBLN_COMPAT_H
+#define RBLN_COMPAT_H
+
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/pci.h>
+
+#include "rbln_config.h"
+
+/*
+ * 6.12 added file_operations.fop_flags; accel_open() refuses files
+ * without FOP_UNSIGNED_OFFSET there.  Older kernels have neither.
+ */
+#ifdef HAVE_FOP_UNSIGNED_OFFSET
+#define RBLN_FOP_FLAGS .fop_flags = FOP_UNSIGNED_OFFSET,
+#else
+#define RBLN_FOP_FLAGS
+#endif
+
+/* 6.14 removed drm_driver.date. */
+#ifdef HAVE_DRM_DRIVER_DATE
+#define RBLN_DRM_DRIVER_DATE .date = "20250101",
+#else
+#define RBLN_DRM_DRIVER_DATE
+#endif
+
+#ifndef HAVE_DRM_DRIVER_SHOW_FDINFO
+#error "rbln needs drm_driver.show_fdinfo (Linux 6.5 or newer)"
+#endif
+#ifndef HAVE_DRM_DEBUGFS_ADD_FILE
+#error "rbln needs drm_debugfs_add_file() (Linux 6.3 or newer)"
+#endif
+
+/*
+ * Managed BAR helpers.  6.11 added pcim_iomap_region(), pcim_request_region()
+ * and pcim_iomap_range(); before that, BAR0 goes through the (now
+ * deprecated) pcim_iomap_regions() table and the BAR2 window is mapped by
+ * hand with a devres action.  All return an IOMEM_ERR_PTR on failure.
+ */
+static inline void __iomem *rbln_pcim_iomap_bar(struct pci_dev *pdev, int bar,
+						const char *name)
+{
+#ifdef HAVE_PCIM_IOMAP_REGION
+	return pcim_iomap_region(pdev, bar, name);
+#else
+	int ret = pcim_iomap_regions(pdev, BIT(bar), name);
+
+	if (ret)
+		return IOMEM_ERR_PTR(ret);
+	return pcim_iomap_table(pdev)[bar];
+#endif
+}
+
+#ifndef HAVE_PCIM_REQUEST_REGION
+struct rbln_compat_region {
+	struct pci_dev *pdev;
+	int bar;
+};
+
+static inline void rbln_compat_release_region(void *data)
+{
+	struct rbln_compat_region *r = data;
+
+	pci_release_region(r->pdev, r->bar);
+}
+#endif
+
+static inline int rbln_pcim_request_region(struct pci_dev *pdev, int bar,
+					   const char *name)
+{
+#ifdef HAVE_PCIM_REQUEST_REGION
+	return pcim_request_region(pdev, bar, name);
+#else
+	struct rbln_compat_region *r;
+	int ret;
+
+	r = devm_kzalloc(&pdev->dev, sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->pdev = pdev;
+	r->bar = bar;
+	ret = pci_request_region(pdev, bar, name);
+	if (ret)
+		return ret;
+	return devm_add_action_or_reset(&pdev->dev, rbln_compat_release_region, r);
+#endif
+}
+
+#ifndef HAVE_PCIM_IOMAP_RANGE
+struct rbln_compat_iomap {
+	struct pci_dev *pdev;
+	void __iomem *addr;
+};
+
+static inline void rbln_compat_iounmap(void *data)
+{
+	struct rbln_compat_iomap *m = data;
+
+	pci_iounmap(m->pdev, m->addr);
+}
+#endif
+
+static inline void __iomem *rbln_pcim_iomap_range(struct pci_dev *pdev, int bar,
+						  unsigned long offset,
+						  unsigned long len)
+{
+#ifdef HAVE_PCIM_IOMAP_RANGE
+	return pcim_iomap_range(pdev, bar, offset, len);
+#else
+	struct rbln_compat_iomap *m;
+	int ret;
+
+	m = devm_kzalloc(&pdev->dev, sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return IOMEM_ERR_PTR(-ENOMEM);
+	m->pdev = pdev;
+	m->addr = pci_iomap_range(pdev, bar, offset, len);
+	if (!m->addr)
+		return IOMEM_ERR_PTR(-ENOMEM);
+	ret = devm_add_action_or_reset(&pdev->dev, rbln_compat_iounmap, m);
+	if (ret)
+		return IOMEM_ERR_PTR(ret);
+	return m->addr;
+#endif
+}
+
+#endif /* RBLN_COMPAT_H */

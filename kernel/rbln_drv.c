@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln: module, PCI driver and DRM accel device.
+ *
+ * Binding: the id table is empty, so rbln claims no device by itself.  It
+ * binds a PCI function only when told to (driver_override, new_id, or the
+ * ids= module parameter) and then only if the function's memory BAR shows
+ * a firmware-iface v1 control block (rbln_fw_check_identity()).  A real
+ * card whose firmware implements firmware-iface binds exactly the same way.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_managed.h>
+
+#include <drm/rbln_accel.h>
+
+#include "rbln_compat.h"
+#include "rbln_drv.h"
+
+unsigned int rbln_boot_timeout_ms = 5000;
+module_param_named(boot_timeout_ms, rbln_boot_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(boot_timeout_ms,
+		 "How long to wait for the firmware to answer the boot handshake and resets, in ms (default 5000)");
+
+unsigned int rbln_admin_timeout_ms = 5000;
+module_param_named(admin_timeout_ms, rbln_admin_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(admin_timeout_ms,
+		 "How long to wait for the completion of one admin request, in ms (default 5000)");
+
+static char *rbln_ids;
+module_param_named(ids, rbln_ids, charp, 0444);
+MODULE_PARM_DESC(ids,
+		 "Comma-separated vendor:device pairs (hex) to probe at load, e.g. ids=1af4:1110");
+
+#define RBLN_MAX_IDS	16
+
+static const char *const rbln_state_names[] = {
+	[RBLN_STATE_INIT] = "initializing",
+	[RBLN_STATE_READY] = "ready",
+	[RBLN_STATE_FAULT] = "fault",
+	[RBLN_STATE_RESETTING] = "resetting",
+	[RBLN_STATE_OFFLINE] = "offline",
+};
+
+/*
+ * The state string of sysfs "state" and of the RBLN_STATE= uevent key:
+ * initializing, ready, fault, resetting, offline, unplugged.
+ */
+const char *rbln_state_name(struct rbln_device *rdev)
+{
+	if (drm_dev_is_unplugged(&rdev->drm))
+		return "unplugged";
+	return rbln_state_names[rbln_get_state(rdev)];
+}
+
+const char *rbln_family_name(u32 family)
+{
+	switch (family) {
+	case RBLN_FW_FAMILY_REBEL100:
+		return "rebel100";
+	case RBLN_FW_FAMILY_ATOM:
+		return "atom";
+	default:
+		return "unknown";
+	}
+}
+
+enum rbln_state rbln_get_state(struct rbln_device *rdev)
+{
+	enum rbln_state state;
+
+	spin_lock(&rdev->state_lock);
+	state = rdev->state;
+	spin_unlock(&rdev->state_lock);
+	return state;
+}
+
+/* KOBJ_CHANGE on the PCI device: RBLN_STATE=<state> [RBLN_FAULT_CODE=<n>] */
+static void rbln_uevent(struct rbln_device *rdev, enum rbln_state state,
+			u32 fault_code)
+{
+	char state_env[40];
+	char code_env[40];
+	char *envp[3] = { state_env, NULL, NULL };
+
+	snprintf(state_env, sizeof(state_env), "RBLN_STATE=%s",
+		 rbln_state_names[state]);
+	if (state == RBLN_STATE_FAULT) {
+		snprintf(code_env, sizeof(code_env), "RBLN_FAULT_CODE=%u",
+			 fault_code);
+		envp[1] = code_env;
+	}
+	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
+	rbln_sysfs_notify_state(rdev);
+}
+
+/* Must be called from process context (it may send a uevent). */
+void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
+{
+	enum rbln_state old;
+	bool announce;
+
+	spin_lock(&rdev->state_lock);
+	old = rdev->state;
+	rdev->state = state;
+	announce = rdev->announce;
+	spin_unlock(&rdev->state_lock);
+
+	if (old != state && announce)
+		rbln_uevent(rdev, state, 0);
+	wake_up_all(&rdev->admin_wq);
+}
+
+/*
+ * The card reported a fault (event, control block) or stopped answering.
+ * Logs once per transition into FAULT.
+ */
+void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason)
+{
+	enum rbln_state old;
+	bool announce;
+
+	spin_lock(&rdev->state_lock);
+	old = rdev->state;
+	if (old != RBLN_STATE_FAULT) {
+		rdev->state = RBLN_STATE_FAULT;
+		rdev->fault_code = code;
+		strscpy(rdev->fault_reason, reason, sizeof(rdev->fault_reason));
+	}
+	announce = rdev->announce;
+	spin_unlock(&rdev->state_lock);
+
+	if (old != RBLN_STATE_FAULT) {
+		drm_err(&rdev->drm, "card fault: code %u (%s): %s\n", code,
+			rbln_fw_fault_name(code), reason);
+		if (announce)
+			rbln_uevent(rdev, RBLN_STATE_FAULT, code);
+	}
+	wake_up_all(&rdev->admin_wq);
+}
+
+/*
+ * The DRM core answers a driver ioctl number it has no entry for with
+ * -EINVAL; the rbln uAPI promises -ENOTTY (an unknown ioctl is not a bad
+ * argument), so the driver range is checked here first.
+ */
+static bool rbln_ioctl_unknown(struct drm_device *drm, unsigned int cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	return _IOC_TYPE(cmd) == DRM_IOCTL_BASE &&
+	       nr >= DRM_COMMAND_BASE && nr < DRM_COMMAND_END &&
+	       nr - DRM_COMMAND_BASE >= drm->driver->num_ioctls;
+}
+
+static long rbln_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct drm_file *file_priv = filp->private_data;
+	struct drm_device *drm = file_priv->minor->dev;
+
+	if (drm_dev_is_unplugged(drm))
+		return -ENODEV;
+	if (rbln_ioctl_unknown(drm, cmd))
+		return -ENOTTY;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long rbln_compat_ioctl(struct file *filp, unsigned int cmd,
+			      unsigned long arg)
+{
+	struct drm_file *file_priv = filp->private_data;
+	struct drm_device *drm = file_priv->minor->dev;
+
+	if (drm_dev_is_unplugged(drm))
+		return -ENODEV;
+	if (rbln_ioctl_unknown(drm, cmd))
+		return -ENOTTY;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define rbln_compat_ioctl NULL
+#endif
+
+/*
+ * Written by hand rather than DEFINE_DRM_ACCEL_FOPS: the stock accel fops
+ * have no .show_fdinfo (and, later, no .uring_cmd).
+ */
+static const struct file_operations rbln_fops = {
+	.owner = THIS_MODULE,
+	.open = accel_open,
+	.release = drm_release,
+	.unlocked_ioctl = rbln_ioctl,
+	.compat_ioctl = rbln_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
+	.show_fdinfo = drm_show_fdinfo,
+	RBLN_FOP_FLAGS
+};
+
+static const struct drm_ioctl_desc rbln_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(RBLN_GET_INFO, rbln_ioctl_get_info, 0),
+};
+
+static const struct drm_driver rbln_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.fops = &rbln_fops,
+	.ioctls = rbln_ioctls,
+	.num_ioctls = ARRAY_SIZE(rbln_ioctls),
+	.name = RBLN_DRIVER_NAME,
+	.desc = RBLN_DRIVER_DESC,
+	RBLN_DRM_DRIVER_DATE
+	.major = RBLN_DRIVER_MAJOR,
+	.minor = RBLN_DRIVER_MINOR,
+	.patchlevel = RBLN_DRIVER_PATCHLEVEL,
+};
+
+static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
+{
+	struct rbln_device *rdev;
+	u64 hbm_total = 0;
+	unsigned int i;
+	int ret;
+
+	rdev = devm_drm_dev_alloc(&pdev->dev, &rbln_drm_driver,
+				  struct rbln_device, drm);
+	if (IS_ERR(rdev))
+		return PTR_ERR(rdev);
+	rdev->pdev = pdev;
+	rdev->state = RBLN_STATE_INIT;
+	pci_set_drvdata(pdev, rdev);
+	spin_lock_init(&rdev->state_lock);
+	init_waitqueue_head(&rdev->admin_wq);
+	ret = drmm_mutex_init(&rdev->drm, &rdev->admin_lock);
+	if (ret)
+		return ret;
+	ret = drmm_mutex_init(&rdev->drm, &rdev->event_lock);
+	if (ret)
+		return ret;
+	ret = drmm_mutex_init(&rdev->drm, &rdev->telem_lock);
+	if (ret)
+		return ret;
+
+	ret = rbln_pci_map(rdev);
+	if (ret)
+		return ret;
+	ret = rbln_fw_check_identity(rdev);
+	if (ret)
+		return ret;
+	ret = rbln_pci_setup_irqs(rdev);
+	if (ret)
+		return ret;
+	ret = rbln_fw_init(rdev);
+	if (ret)
+		return ret;
+	ret = rbln_sysfs_init(rdev);
+	if (ret)
+		goto err_fw;
+	rbln_debugfs_init(rdev);
+
+	ret = drm_dev_register(&rdev->drm, 0);
+	if (ret)
+		goto err_sysfs;
+
+	spin_lock(&rdev->state_lock);
+	rdev->announce = true;
+	spin_unlock(&rdev->state_lock);
+
+	for (i = 0; i < rdev->id.chiplet_count; i++)
+		hbm_total += rdev->id.hbm_size[i];
+	drm_info(&rdev->drm,
+		 "%s card %s: %u chiplet(s), %llu MiB HBM, firmware %s, firmware-iface %u.%u, accel%d\n",
+		 rbln_family_name(rdev->id.family), rdev->id.serial,
+		 rdev->id.chiplet_count, hbm_total >> 20, rdev->id.fw_version,
+		 rdev->id.iface_major, rdev->id.iface_minor,
+		 rdev->drm.accel->index);
+	return 0;
+
+err_sysfs:
+	rbln_fw_fini(rdev);
+	rbln_sysfs_fini(rdev);
+	return ret;
+err_fw:
+	rbln_fw_fini(rdev);
+	return ret;
+}
+
+/*
+ * Unbind, rmmod or surprise removal.  Open files keep the drm_device (and
+ * so struct rbln_device) alive; after drm_dev_unplug() every ioctl on them
+ * fails with -ENODEV and no path touches the hardware again.
+ */
+static void rbln_pci_remove(struct pci_dev *pdev)
+{
+	struct rbln_device *rdev = pci_get_drvdata(pdev);
+
+	drm_dev_unplug(&rdev->drm);
+	rbln_fw_fini(rdev);
+	rbln_sysfs_fini(rdev);
+}
+
+/* Empty: rbln binds only what it is told to bind (see the top of the file). */
+static const struct pci_device_id rbln_pci_ids[] = {
+	{ }
+};
+
+static struct pci_driver rbln_pci_driver = {
+	.name = RBLN_DRIVER_NAME,
+	.id_table = rbln_pci_ids,
+	.probe = rbln_pci_probe,
+	.remove = rbln_pci_remove,
+};
+
+struct rbln_pci_id {
+	u16 vendor;
+	u16 device;
+};
+
+/* Parses ids= ("vvvv:dddd[,vvvv:dddd...]"); returns the count or -EINVAL. */
+static int rbln_parse_ids(struct rbln_pci_id *ids, unsigned int max)
+{
+	char *copy, *cur, *tok;
+	int n = 0;
+
+	if (!rbln_ids || !*rbln_ids)
+		return 0;
+	copy = kstrdup(rbln_ids, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+	cur = copy;
+	while ((tok = strsep(&cur, ",")) != NULL) {
+		char *dev_str;
+
+		tok = strim(tok);
+		if (!*tok)
+			continue;
+		dev_str = strchr(tok, ':');
+		if (n == max) {
+			pr_err("rbln: ids: more than %u entries\n", max);
+			n = -EINVAL;
+			break;
+		}
+		if (!dev_str) {
+			pr_err("rbln: ids: '%s' is not a vendor:device pair of hex numbers\n",
+			       tok);
+			n = -EINVAL;
+			break;
+		}
+		*dev_str++ = '\0';
+		if (kstrtou16(tok, 16, &ids[n].vendor) ||
+		    kstrtou16(dev_str, 16, &ids[n].device)) {
+			pr_err("rbln: ids: '%s:%s' is not a vendor:device pair of hex numbers\n",
+			       tok, dev_str);
+			n = -EINVAL;
+			break;
+		}
+		n++;
+	}
+	kfree(copy);
+	return n;
+}
+
+static int __init rbln_init(void)
+{
+	struct rbln_pci_id ids[RBLN_MAX_IDS];
+	int n, i, ret;
+
+	n = rbln_parse_ids(ids, ARRAY_SIZE(ids));
+	if (n < 0)
+		return n;
+
+	ret = pci_register_driver(&rbln_pci_driver);
+	if (ret)
+		return ret;
+
+	for (i = 0; i < n; i++) {
+		ret = pci_add_dynid(&rbln_pci_driver, ids[i].vendor,
+				    ids[i].device, PCI_ANY_ID, PCI_ANY_ID, 0, 0,
+				    0);
+		if (ret && ret != -EEXIST) {
+			pr_err("rbln: cannot add PCI id %04x:%04x: %d\n",
+			       ids[i].vendor, ids[i].device, ret);
+			pci_unregister_driver(&rbln_pci_driver);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void __exit rbln_exit(void)
+{
+	pci_unregister_driver(&rbln_pci_driver);
+}
+
+module_init(rbln_init);
+module_exit(rbln_exit);
+
+MODULE_VERSION(RBLN_DRIVER_VERSION);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION(RBLN_DRIVER_DESC);
+MODULE_AUTHOR("rbln developers");

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln: PCI resources - BARs, bus mastering, DMA mask, MSI-X and doorbells.
+ *
+ * BAR0 holds the ivshmem-doorbell registers (IVPosition, Doorbell).  BAR2 is
+ * the card's memory: the control region at its start, then the HBM
+ * apertures.  Only the control region is mapped; the HBM apertures
+ * (gigabytes) are mapped on demand by later parts of the driver.
+ */
+#include <linux/device.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/pci.h>
+
+#include "rbln_compat.h"
+#include "rbln_drv.h"
+
+int rbln_pci_map(struct rbln_device *rdev)
+{
+	struct pci_dev *pdev = rdev->pdev;
+	resource_size_t len;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot enable the PCI device: %d\n", ret);
+		return ret;
+	}
+
+	len = pci_resource_len(pdev, RBLN_BAR_REGS);
+	if (!(pci_resource_flags(pdev, RBLN_BAR_REGS) & IORESOURCE_MEM) ||
+	    len < RBLN_REGS_MIN_SIZE) {
+		dev_info(&pdev->dev,
+			 "not an rbln card: BAR%d is not a register BAR of at least %u bytes\n",
+			 RBLN_BAR_REGS, RBLN_REGS_MIN_SIZE);
+		return -ENODEV;
+	}
+	len = pci_resource_len(pdev, RBLN_BAR_MEM);
+	if (!(pci_resource_flags(pdev, RBLN_BAR_MEM) & IORESOURCE_MEM) ||
+	    len < RBLN_FW_CTRL_REGION_SIZE) {
+		dev_info(&pdev->dev,
+			 "not an rbln card: BAR%d is not a memory BAR of at least %u bytes\n",
+			 RBLN_BAR_MEM, RBLN_FW_CTRL_REGION_SIZE);
+		return -ENODEV;
+	}
+
+	rdev->regs = rbln_pcim_iomap_bar(pdev, RBLN_BAR_REGS, RBLN_DRIVER_NAME);
+	if (IS_ERR(rdev->regs)) {
+		ret = PTR_ERR(rdev->regs);
+		dev_err(&pdev->dev, "cannot map BAR%d: %d\n", RBLN_BAR_REGS, ret);
+		return ret;
+	}
+	ret = rbln_pcim_request_region(pdev, RBLN_BAR_MEM, RBLN_DRIVER_NAME);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot claim BAR%d: %d\n", RBLN_BAR_MEM, ret);
+		return ret;
+	}
+	rdev->ctrl = rbln_pcim_iomap_range(pdev, RBLN_BAR_MEM, 0,
+					   RBLN_FW_CTRL_REGION_SIZE);
+	if (IS_ERR(rdev->ctrl)) {
+		ret = PTR_ERR(rdev->ctrl);
+		dev_err(&pdev->dev, "cannot map the control region of BAR%d: %d\n",
+			RBLN_BAR_MEM, ret);
+		return ret;
+	}
+	return 0;
+}
+
+/* MSI-X vector RBLN_FW_IRQ_ADMIN: only wakes the admin waiter. */
+static irqreturn_t rbln_admin_irq(int irq, void *arg)
+{
+	rbln_fw_admin_irq(arg);
+	return IRQ_HANDLED;
+}
+
+/* MSI-X vector RBLN_FW_IRQ_EVENT: the event ring is consumed in a thread. */
+static irqreturn_t rbln_event_thread(int irq, void *arg)
+{
+	rbln_fw_process_events(arg);
+	return IRQ_HANDLED;
+}
+
+int rbln_pci_setup_irqs(struct rbln_device *rdev)
+{
+	struct pci_dev *pdev = rdev->pdev;
+	struct device *dev = &pdev->dev;
+	const char *name_admin, *name_event;
+	int nvec, ret;
+
+	/* MSI-X messages are DMA writes: without bus mastering none arrives. */
+	pci_set_master(pdev);
+
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret) {
+		dev_err(dev, "no usable 64-bit DMA: %d\n", ret);
+		return ret;
+	}
+
+	nvec = pci_alloc_irq_vectors(pdev, RBLN_FW_MIN_VECTORS,
+				     rdev->id.num_vectors, PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		dev_err(dev, "cannot enable MSI-X (card raises %u vectors, driver needs %u): %d\n",
+			rdev->id.num_vectors, RBLN_FW_MIN_VECTORS, nvec);
+		return nvec;
+	}
+
+	name_admin = devm_kasprintf(dev, GFP_KERNEL, "rbln-admin@%s",
+				    pci_name(pdev));
+	name_event = devm_kasprintf(dev, GFP_KERNEL, "rbln-event@%s",
+				    pci_name(pdev));
+	if (!name_admin || !name_event)
+		return -ENOMEM;
+
+	rdev->irq_admin = pci_irq_vector(pdev, RBLN_FW_IRQ_ADMIN);
+	rdev->irq_event = pci_irq_vector(pdev, RBLN_FW_IRQ_EVENT);
+	if (rdev->irq_admin < 0 || rdev->irq_event < 0)
+		return -EINVAL;
+
+	ret = devm_request_irq(dev, rdev->irq_admin, rbln_admin_irq, 0,
+			       name_admin, rdev);
+	if (ret) {
+		dev_err(dev, "cannot request the admin interrupt: %d\n", ret);
+		return ret;
+	}
+	ret = devm_request_threaded_irq(dev, rdev->irq_event, NULL,
+					rbln_event_thread, IRQF_ONESHOT,
+					name_event, rdev);
+	if (ret) {
+		dev_err(dev, "cannot request the event interrupt: %d\n", ret);
+		devm_free_irq(dev, rdev->irq_admin, rdev);
+		return ret;
+	}
+	rdev->irqs_requested = true;
+	return 0;
+}
+
+/* Waits for running handlers; no handler runs after this returns. */
+void rbln_pci_free_irqs(struct rbln_device *rdev)
+{
+	struct device *dev = &rdev->pdev->dev;
+
+	if (!rdev->irqs_requested)
+		return;
+	devm_free_irq(dev, rdev->irq_event, rdev);
+	devm_free_irq(dev, rdev->irq_admin, rdev);
+	rdev->irqs_requested = false;
+}
+
+/* Host -> card: (card peer id << 16) | vector to the Doorbell register. */
+void rbln_doorbell(struct rbln_device *rdev, u32 vector)
+{
+	iowrite32((rdev->id.doorbell_peer_id << 16) | vector,
+		  rdev->regs + RBLN_REG_DOORBELL);
+}

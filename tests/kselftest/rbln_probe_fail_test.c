@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rbln_probe_fail_test - a card that does not finish the boot handshake is
- * refused with a clear log line, leaves nothing behind, and binds fine once
- * the fault is gone.
+ * A card that does not finish the boot handshake is refused with a clear
+ * log line, leaves nothing behind, and binds fine once the fault is gone; a
+ * card left in FAULT is reset at probe and its fault is reported.
  *
  * The faults are injected through the emulator's control port
  * (/dev/virtio-ports/rbln-emu.<card>).  The driver's handshake timeout is
@@ -29,11 +29,10 @@
 #define EMU_TIMEOUT_MS 5000
 
 /*
- * What the probe returns, pinned from the driver: a handshake that times
- * out is -ETIMEDOUT, a card that reports FAULT is -EIO.
+ * What the probe returns, pinned from the driver (kernel/rbln_fw.c): a card
+ * that answers neither the handshake nor the reset is -ETIMEDOUT.
  */
 #define NO_RESPONSE_ERRNO ETIMEDOUT
-#define FW_FAULT_ERRNO EIO
 
 #define FAULT_REASON "ksft-injected-fault"
 
@@ -189,85 +188,127 @@ static int count_dev_lines(FIXTURE_DATA(probe) * self, const char *const *any)
 	return n;
 }
 
+/* Binds with the kernel log captured into self->klog; returns -errno. */
+static int bind_logged(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(probe) * self, __s64 *elapsed_ms)
+{
+	__s64 t0;
+	int kfd = rbln_kmsg_open();
+	int err;
+
+	ASSERT_LE(0, kfd) TH_LOG("/dev/kmsg: %s", strerror(-kfd));
+	t0 = rbln_now_ms();
+	err = rbln_bind(self->target.bdf);
+	if (elapsed_ms)
+		*elapsed_ms = rbln_now_ms() - t0;
+	rbln_sleep_ms(100);
+	self->klog[0] = '\0';
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	TH_LOG("bind %s: %s; kernel log:\n%s", self->target.bdf,
+	       err ? strerror(-err) : "ok", self->klog);
+	return err;
+}
+
+static const char *const timeout_words[] = { "did not answer", "timed out",
+					     "timeout", NULL };
+
 TEST_F_TIMEOUT(probe, no_response_fails_probe_with_one_timeout_line, 180)
 {
-	static const char *const timeout_words[] = { "did not answer",
-						     "timed out", "timeout",
-						     NULL };
-	__s64 t0, elapsed;
-	int kfd;
+	__s64 elapsed;
 	int err;
 
 	unbind_target(_metadata, self);
 	lower_timeout(_metadata, self);
 	emu(_metadata, self, "fault no-response");
-	kfd = rbln_kmsg_open();
-	ASSERT_LE(0, kfd) TH_LOG("/dev/kmsg: %s", strerror(-kfd));
 
-	t0 = rbln_now_ms();
-	err = rbln_bind(self->target.bdf);
-	elapsed = rbln_now_ms() - t0;
-	rbln_sleep_ms(100);
-	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
-	close(kfd);
-	TH_LOG("bind: %s after %lld ms; log:\n%s", strerror(-err),
-	       (long long)elapsed, self->klog);
-
+	err = bind_logged(_metadata, self, &elapsed);
 	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
 	/* it waited for the handshake, and not forever */
 	EXPECT_LE(self->timeout_ms - 50, elapsed);
 	EXPECT_GE(3 * self->timeout_ms + 15000, elapsed);
 	expect_nothing_left(_metadata, self);
-	/* "the timeout" is said once, not once per poll or per retry */
+	/* the timeout is said once, not once per poll or per retry */
 	EXPECT_EQ(1, count_dev_lines(self, timeout_words))
 	TH_LOG("want one line about the handshake timeout");
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      "boot handshake", NULL))
+	TH_LOG("the line names the boot handshake");
 
 	expect_recovery(_metadata, self);
 }
 
-TEST_F_TIMEOUT(probe, fw_fault_fails_probe_and_logs_the_reason, 180)
+/*
+ * A card left in FAULT by an earlier driver instance is reset at probe
+ * (firmware-iface handshake step 1): the probe succeeds and the log names
+ * the fault it found.
+ */
+TEST_F_TIMEOUT(probe, fault_left_from_before_is_reported_and_reset, 180)
 {
-	static const char *const reason[] = { FAULT_REASON, NULL };
-	int kfd;
+	char state[32];
+	char path[128];
+	int err;
+
+	unbind_target(_metadata, self);
+	emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
+
+	err = bind_logged(_metadata, self, NULL);
+	ASSERT_EQ(0, err);
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      FAULT_REASON, "code 3"))
+	TH_LOG("want one line with the fault's code and reason");
+	ASSERT_LE(0, rbln_wait_node(self->target.bdf, NODE_TIMEOUT_MS));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/rbln/state",
+		 self->target.bdf);
+	EXPECT_LT(0, rbln_read_file(path, state, sizeof(state)));
+	EXPECT_STREQ("ready", state);
+	/* unbind again so that expect_recovery() binds a clean card */
+	unbind_target(_metadata, self);
+	expect_recovery(_metadata, self);
+}
+
+/*
+ * A card in FAULT that does not answer the reset either: the probe fails,
+ * and the log says what the card reported before it went silent.
+ */
+TEST_F_TIMEOUT(probe, silent_faulted_card_fails_probe_with_the_reason, 180)
+{
+	__s64 elapsed;
 	int err;
 
 	unbind_target(_metadata, self);
 	lower_timeout(_metadata, self);
 	emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
-	kfd = rbln_kmsg_open();
-	ASSERT_LE(0, kfd);
+	emu(_metadata, self, "fault no-response");
 
-	err = rbln_bind(self->target.bdf);
-	rbln_sleep_ms(100);
-	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
-	close(kfd);
-	TH_LOG("bind: %s; log:\n%s", strerror(-err), self->klog);
-
-	EXPECT_EQ(-FW_FAULT_ERRNO, err);
+	err = bind_logged(_metadata, self, &elapsed);
+	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
+	EXPECT_GE(3 * self->timeout_ms + 15000, elapsed);
 	expect_nothing_left(_metadata, self);
-	EXPECT_EQ(1, count_dev_lines(self, reason))
-	TH_LOG("want one line with the fault reason");
 	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
 				      FAULT_REASON, "code 3"))
-	TH_LOG("the line names code 3");
+	TH_LOG("want one line with the fault's code and reason");
+	EXPECT_LE(1, count_dev_lines(self, timeout_words))
+	TH_LOG("want a line saying the card did not answer");
 
+	/* "fault clear" lifts no-response only: the card is still in FAULT */
 	expect_recovery(_metadata, self);
 }
 
-TEST_F_TIMEOUT(probe, timeout_then_fault_then_clean_probe, 240)
+TEST_F_TIMEOUT(probe, two_failed_probes_then_a_clean_one, 240)
 {
 	int err;
 
-	/* two failed probes in a row must not leave state that breaks the third */
+	/* failed probes in a row must not leave state that breaks the next */
 	unbind_target(_metadata, self);
 	lower_timeout(_metadata, self);
 	emu(_metadata, self, "fault no-response");
 	err = rbln_bind(self->target.bdf);
 	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
-	emu(_metadata, self, "fault clear");
+	expect_nothing_left(_metadata, self);
 	emu(_metadata, self, "fault fw-fault code=3 reason=" FAULT_REASON);
 	err = rbln_bind(self->target.bdf);
-	EXPECT_EQ(-FW_FAULT_ERRNO, err);
+	EXPECT_EQ(-NO_RESPONSE_ERRNO, err);
 	expect_nothing_left(_metadata, self);
 	expect_recovery(_metadata, self);
 }

@@ -297,7 +297,10 @@ static int rbln_fw_boot(struct rbln_device *rdev)
 		else
 			drm_info(&rdev->drm, "card is in firmware state %u, not RESET; resetting it\n",
 				 st);
-		rdev->fw_touched = true;
+		/*
+		 * The card holds no ring address of ours yet: a card that does
+		 * not reset is refused without a second reset on the way out.
+		 */
 		ret = rbln_fw_reset(rdev, timeout);
 		if (ret) {
 			drm_err(&rdev->drm, "firmware did not answer the reset within %u ms\n",

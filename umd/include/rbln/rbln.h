@@ -21,18 +21,18 @@ extern "C" {
 
 /* Values match rbln::Errc. */
 typedef enum rbln_status {
-	RBLN_OK = 0,
-	RBLN_ERR_INVALID_ARGUMENT = 1,
-	RBLN_ERR_DRIVER_NOT_LOADED = 2,
-	RBLN_ERR_NO_DEVICE = 3,
-	RBLN_ERR_PERMISSION_DENIED = 4,
-	RBLN_ERR_NOT_FOUND = 5,
-	RBLN_ERR_BAD_VALUE = 6,
-	RBLN_ERR_WRONG_DRIVER = 7,
-	RBLN_ERR_IO = 8,
-	RBLN_ERR_DEVICE_GONE = 9,
-	RBLN_ERR_BAD_CONTROL_BLOCK = 10,
-	RBLN_ERR_INTERNAL = 11,
+    RBLN_OK = 0,
+    RBLN_ERR_INVALID_ARGUMENT = 1,
+    RBLN_ERR_DRIVER_NOT_LOADED = 2,
+    RBLN_ERR_NO_DEVICE = 3,
+    RBLN_ERR_PERMISSION_DENIED = 4,
+    RBLN_ERR_NOT_FOUND = 5,
+    RBLN_ERR_BAD_VALUE = 6,
+    RBLN_ERR_WRONG_DRIVER = 7,
+    RBLN_ERR_IO = 8,
+    RBLN_ERR_DEVICE_GONE = 9,
+    RBLN_ERR_BAD_CONTROL_BLOCK = 10,
+    RBLN_ERR_INTERNAL = 11,
 } rbln_status;
 
 #define RBLN_DEVICE_FAMILY_UNKNOWN 0
@@ -42,57 +42,57 @@ typedef enum rbln_status {
 #define RBLN_DEVICE_MAX_CHIPLETS 8
 
 /* rbln_device_info.flags */
-#define RBLN_DEVICE_HAS_TEMPERATURE (1u << 0)    /* temperature_mc is valid */
-#define RBLN_DEVICE_HAS_POWER (1u << 1)          /* power_uw is valid */
-#define RBLN_DEVICE_SUSPENDED (1u << 2)          /* runtime-suspended; not woken */
+#define RBLN_DEVICE_HAS_TEMPERATURE (1u << 0)      /* temperature_mc is valid */
+#define RBLN_DEVICE_HAS_POWER (1u << 1)            /* power_uw is valid */
+#define RBLN_DEVICE_SUSPENDED (1u << 2)            /* runtime-suspended; not woken */
 #define RBLN_DEVICE_IDENTITY_FROM_KERNEL (1u << 3) /* GET_INFO answered */
 
 struct rbln_device_info {
-	uint32_t struct_size; /* in: sizeof(struct rbln_device_info) */
-	uint32_t index;       /* physical NPU id */
-	uint32_t accel_minor; /* N of /dev/accel/accelN */
-	int32_t numa_node;    /* -1 if none */
-	uint32_t family;      /* RBLN_DEVICE_FAMILY_* */
-	uint32_t chiplet_count;
-	uint32_t fw_iface_major;
-	uint32_t fw_iface_minor;
-	uint32_t flags; /* RBLN_DEVICE_* */
-	uint32_t pad;
-	uint64_t hbm_total_bytes;
-	uint64_t chiplet_hbm_bytes[RBLN_DEVICE_MAX_CHIPLETS];
-	int64_t temperature_mc;
-	uint64_t power_uw;
-	char accel_node[64];
-	char pci_bdf[16];
-	char family_name[16];
-	char fw_version[32];
-	char serial[32];
-	char state[32];
+    uint32_t struct_size; /* in: sizeof(struct rbln_device_info) */
+    uint32_t index;       /* physical NPU id */
+    uint32_t accel_minor; /* N of /dev/accel/accelN */
+    int32_t numa_node;    /* -1 if none */
+    uint32_t family;      /* RBLN_DEVICE_FAMILY_* */
+    uint32_t chiplet_count;
+    uint32_t fw_iface_major;
+    uint32_t fw_iface_minor;
+    uint32_t flags; /* RBLN_DEVICE_* */
+    uint32_t pad;
+    uint64_t hbm_total_bytes;
+    uint64_t chiplet_hbm_bytes[RBLN_DEVICE_MAX_CHIPLETS];
+    int64_t temperature_mc;
+    uint64_t power_uw;
+    char accel_node[64];
+    char pci_bdf[16];
+    char family_name[16];
+    char fw_version[32];
+    char serial[32];
+    char state[32];
 };
 
 /* librbln version, "major.minor.patch". */
-const char *rbln_version(void);
+const char* rbln_version(void);
 
 /* Short name of a status, e.g. "permission-denied". */
-const char *rbln_status_name(rbln_status status);
+const char* rbln_status_name(rbln_status status);
 
 /* Message of the last failure on this thread ("" if none). */
-const char *rbln_last_error_message(void);
+const char* rbln_last_error_message(void);
 
 /* Number of rbln cards (0 is not an error). */
-rbln_status rbln_device_count(int *count);
+rbln_status rbln_device_count(int* count);
 
 /* Facts about card @index (0 .. count-1); info->struct_size must be set. */
-rbln_status rbln_device_get_info(int index, struct rbln_device_info *info);
+rbln_status rbln_device_get_info(int index, struct rbln_device_info* info);
 
 /* Version of the loaded kernel driver, NUL-terminated into buf. */
-rbln_status rbln_driver_version(char *buf, size_t len);
+rbln_status rbln_driver_version(char* buf, size_t len);
 
 /*
  * Debug/test only: use @root instead of "/" for sysfs and /dev (a fake tree).
  * NULL restores "/".  Affects every thread.
  */
-rbln_status rbln_set_root(const char *root);
+rbln_status rbln_set_root(const char* root);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+// fake_sysfs.cpp - a fake sysfs tree for tests.
+
+#include "fake_sysfs.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace rbln::test {
+
+namespace fs = std::filesystem;
+
+FakeSysfs::FakeSysfs() {
+    std::string tmpl = (fs::temp_directory_path() / "rbln-fake-sysfs-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+        throw std::system_error(errno, std::generic_category(), "mkdtemp");
+    root_ = tmpl;
+}
+
+FakeSysfs::~FakeSysfs() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+}
+
+void FakeSysfs::write(const fs::path& rel, const std::string& content) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream f(p);
+    f << content << "\n";
+    if (!f)
+        throw std::runtime_error("cannot write " + p.string());
+}
+
+void FakeSysfs::remove(const fs::path& rel) {
+    fs::remove_all(root_ / rel);
+}
+
+void FakeSysfs::load_driver(const std::string& version) {
+    fs::create_directories(root_ / "sys/module/rbln");
+    if (!version.empty())
+        write("sys/module/rbln/version", version);
+}
+
+fs::path FakeSysfs::device_dir(const std::string& bdf) {
+    return fs::path("sys/devices/pci0000:00") / bdf;
+}
+
+fs::path FakeSysfs::add_card(const CardSpec& s) {
+    const fs::path dev = device_dir(s.bdf);
+    const std::string accel = "accel" + std::to_string(s.minor);
+    fs::create_directories(root_ / dev);
+    fs::create_directories(root_ / "sys/bus/pci/drivers" / s.driver);
+    fs::create_directories(root_ / "sys/bus/pci/devices");
+    fs::create_directories(root_ / "sys/class/accel");
+    fs::create_symlink(fs::path("../../../bus/pci/drivers") / s.driver, root_ / dev / "driver");
+    fs::create_symlink(fs::path("../../../devices/pci0000:00") / s.bdf,
+                       root_ / "sys/bus/pci/devices" / s.bdf);
+
+    write(dev / "numa_node", std::to_string(s.numa_node));
+    write(dev / "vendor", "0x1af4");
+    write(dev / "device", "0x1110");
+    if (!s.runtime_status.empty())
+        write(dev / "power/runtime_status", s.runtime_status);
+
+    const fs::path node = dev / "accel" / accel;
+    write(node / "dev", "261:" + std::to_string(s.minor));
+    fs::create_symlink(fs::path("../../../") / s.bdf, root_ / node / "device");
+    fs::create_symlink(fs::path("../../devices/pci0000:00") / s.bdf / "accel" / accel,
+                       root_ / "sys/class/accel" / accel);
+
+    if (s.rbln_attrs) {
+        const fs::path r = dev / "rbln";
+        write(r / "family", s.family);
+        write(r / "chiplet_count", std::to_string(s.chiplets));
+        write(r / "hbm_total_bytes", std::to_string(s.hbm_per_chiplet * s.chiplets));
+        write(r / "fw_version", s.fw_version);
+        write(r / "fw_iface_version", s.fw_iface_version);
+        write(r / "serial", s.serial);
+        write(r / "state", s.state);
+        for (unsigned i = 0; i < s.chiplets; i++) {
+            const fs::path c = r / ("chiplet" + std::to_string(i));
+            write(c / "index", std::to_string(i));
+            write(c / "hbm_total_bytes", std::to_string(s.hbm_per_chiplet));
+        }
+    }
+    if (s.hwmon) {
+        // A foreign hwmon first, so discovery must pick by name.
+        const fs::path other = dev / "hwmon" / ("hwmon" + std::to_string(2 * s.minor));
+        write(other / "name", "acpitz");
+        write(other / "temp1_input", "99000");
+        const fs::path h = dev / "hwmon" / ("hwmon" + std::to_string(2 * s.minor + 1));
+        write(h / "name", "rbln");
+        if (s.temp_mc)
+            write(h / "temp1_input", std::to_string(*s.temp_mc));
+        if (s.power_uw)
+            write(h / "power1_input", std::to_string(*s.power_uw));
+    }
+    return dev;
+}
+
+} // namespace rbln::test

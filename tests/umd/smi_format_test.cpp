@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+// rbln-smi's formatting: JSON escaping and writer, units, views.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli.hpp"
+#include "format.hpp"
+#include "json.hpp"
+
+namespace rbln::smi {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JsonQuote, PlainTextIsQuoted) {
+    EXPECT_EQ(json_quote("rbln-emu 0.1.0"), "\"rbln-emu 0.1.0\"");
+}
+
+TEST(JsonQuote, QuoteAndBackslashAreEscaped) {
+    EXPECT_EQ(json_quote("a\"b\\c"), R"("a\"b\\c")");
+}
+
+TEST(JsonQuote, ControlCharactersAreEscaped) {
+    EXPECT_EQ(json_quote("\n\r\t\b\f"), R"("\n\r\t\b\f")");
+    EXPECT_EQ(json_quote(std::string("\x01\x1f\x7f", 3)), R"("\u0001\u001f\u007f")");
+    EXPECT_EQ(json_quote(std::string("a\0b", 3)), R"("a\u0000b")");
+}
+
+TEST(JsonQuote, ValidUtf8PassesThrough) {
+    EXPECT_EQ(json_quote("45\xc2\xb0"
+                         "C \xe2\x82\xac \xf0\x9f\x98\x80"),
+              "\"45\xc2\xb0"
+              "C \xe2\x82\xac \xf0\x9f\x98\x80\"");
+}
+
+TEST(JsonQuote, InvalidUtf8BecomesReplacementCharacters) {
+    EXPECT_EQ(json_quote("\xff"), R"("\ufffd")");
+    EXPECT_EQ(json_quote("\xc0\xaf"), R"("\ufffd\ufffd")");                     // overlong '/'
+    EXPECT_EQ(json_quote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");           // surrogate
+    EXPECT_EQ(json_quote("\xe2\x82"), R"("\ufffd\ufffd")");                     // truncated
+    EXPECT_EQ(json_quote("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")"); // > U+10FFFF
+    EXPECT_EQ(json_quote("ok\x80ok"), R"("ok\ufffdok")");
+}
+
+TEST(JsonWriter, NestedDocumentIsPrettyPrinted) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("a");
+    w.value(1);
+    w.key("b");
+    w.begin_array();
+    w.value("x");
+    w.null();
+    w.value(true);
+    w.end_array();
+    w.key("e");
+    w.begin_array();
+    w.end_array();
+    w.key("n");
+    w.value(std::int64_t{-3});
+    w.key("u");
+    w.value(std::uint64_t{18446744073709551615ull});
+    w.end_object();
+    EXPECT_EQ(w.finish(), "{\n  \"a\": 1,\n  \"b\": [\n    \"x\",\n    null,\n    true\n  ],\n"
+                          "  \"e\": [],\n  \"n\": -3,\n  \"u\": 18446744073709551615\n}\n");
+}
+
+TEST(JsonWriter, KeysAreEscapedToo) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("we\"ird");
+    w.value(0);
+    w.end_object();
+    EXPECT_THAT(w.finish(), HasSubstr(R"("we\"ird": 0)"));
+}
+
+TEST(JsonWriter, MisuseIsALogicError) {
+    JsonWriter a;
+    a.begin_object();
+    EXPECT_THROW(a.value(1), std::logic_error); // member without key
+    EXPECT_THROW(a.finish(), std::logic_error); // unclosed
+    JsonWriter b;
+    b.begin_array();
+    EXPECT_THROW(b.key("k"), std::logic_error);
+    EXPECT_THROW(b.end_object(), std::logic_error);
+}
+
+TEST(Units, TemperatureHasOneDecimalRounded) {
+    EXPECT_EQ(format_temperature(45000), "45.0 C");
+    EXPECT_EQ(format_temperature(45049), "45.0 C");
+    EXPECT_EQ(format_temperature(45050), "45.1 C");
+    EXPECT_EQ(format_temperature(-1250), "-1.3 C");
+    EXPECT_EQ(format_temperature(-40), "0.0 C");
+    EXPECT_EQ(format_temperature(std::nullopt), "N/A");
+}
+
+TEST(Units, PowerHasOneDecimalRounded) {
+    EXPECT_EQ(format_power(75000000), "75.0 W");
+    EXPECT_EQ(format_power(75049999), "75.0 W");
+    EXPECT_EQ(format_power(75050000), "75.1 W");
+    EXPECT_EQ(format_power(999999), "1.0 W");
+    EXPECT_EQ(format_power(0), "0.0 W");
+    EXPECT_EQ(format_power(std::nullopt), "N/A");
+}
+
+TEST(Units, MemoryInMibBelowTenGibThenGib) {
+    EXPECT_EQ(format_bytes(256ull << 20), "256 MiB");
+    EXPECT_EQ(format_bytes(1024ull << 20), "1024 MiB");
+    EXPECT_EQ(format_bytes(9ull << 30), "9216 MiB");
+    EXPECT_EQ(format_bytes(36ull << 30), "36.0 GiB");
+    EXPECT_EQ(format_bytes((144ull << 30) + (512ull << 20)), "144.5 GiB");
+    EXPECT_EQ(format_bytes(4096), "4 KiB");
+    EXPECT_EQ(format_bytes(0), "0 B");
+}
+
+Discovery sample() {
+    Discovery d;
+    d.driver.version = "0.1.0";
+    CardInfo c;
+    c.index = 0;
+    c.accel_minor = 0;
+    c.accel_name = "accel0";
+    c.accel_node = "/dev/accel/accel0";
+    c.pci_bdf = "0000:00:04.0";
+    c.family = Family::Rebel100;
+    c.family_name = "rebel100";
+    c.chiplet_count = 4;
+    c.hbm_total_bytes = 1024ull << 20;
+    for (unsigned i = 0; i < 4; i++)
+        c.chiplets.push_back({i, 256ull << 20});
+    c.fw_version = "rbln-emu 0.1.0";
+    c.fw_iface_major = 1;
+    c.serial = "RBLNEMU-0001";
+    c.state = "ready";
+    c.runtime_status = "active";
+    c.temperature_mc = 45000;
+    c.power_uw = 75000000;
+    d.cards.push_back(c);
+    CardInfo a = c;
+    a.index = 1;
+    a.accel_minor = 1;
+    a.accel_name = "accel1";
+    a.accel_node = "/dev/accel/accel1";
+    a.pci_bdf = "0000:00:05.0";
+    a.family = Family::Atom;
+    a.family_name = "atom";
+    a.chiplet_count = 1;
+    a.hbm_total_bytes = 16ull << 30;
+    a.chiplets = {{0, 16ull << 30}};
+    a.serial = "RBLNEMU-\"quoted\"";
+    a.suspended = true;
+    a.runtime_status = "suspended";
+    a.temperature_mc.reset();
+    a.power_uw.reset();
+    d.cards.push_back(a);
+    return d;
+}
+
+TEST(Views, ListHasOneLinePerCard) {
+    EXPECT_EQ(render_list(sample()),
+              "NPU 0: Rebel100 (4 chiplets, 1024 MiB HBM) accel0 0000:00:04.0 serial "
+              "RBLNEMU-0001 fw rbln-emu 0.1.0\n"
+              "NPU 1: ATOM (1 chiplet, 16.0 GiB HBM) accel1 0000:00:05.0 serial "
+              "RBLNEMU-\"quoted\" fw rbln-emu 0.1.0\n");
+}
+
+TEST(Views, JsonHasNumbersAsNumbersAndNullForUnavailableTelemetry) {
+    const std::string j = render_json(sample());
+    EXPECT_THAT(j, HasSubstr("\"schema_version\": 1,"));
+    EXPECT_THAT(
+        j, HasSubstr("\"driver\": {\n    \"name\": \"rbln\",\n    \"version\": \"0.1.0\"\n  }"));
+    EXPECT_THAT(j, HasSubstr("\"temperature_mc\": 45000,"));
+    EXPECT_THAT(j, HasSubstr("\"power_uw\": 75000000,"));
+    EXPECT_THAT(j, HasSubstr("\"temperature_mc\": null,"));
+    EXPECT_THAT(j, HasSubstr("\"power_uw\": null,"));
+    EXPECT_THAT(j, HasSubstr("\"hbm_total_bytes\": 17179869184,"));
+    EXPECT_THAT(j, HasSubstr("\"numa_node\": -1,"));
+    EXPECT_THAT(j, HasSubstr("\"fw_iface_version\": \"1.0\""));
+    EXPECT_THAT(j, HasSubstr(R"("serial": "RBLNEMU-\"quoted\"")"));
+    EXPECT_THAT(j, HasSubstr("\"runtime_status\": \"suspended\""));
+    EXPECT_THAT(j, HasSubstr("\"chiplets\": [\n        {\n          \"index\": 0,\n"
+                             "          \"hbm_total_bytes\": 268435456\n        },"));
+}
+
+TEST(Views, TableLinesAllHaveTheSameWidth) {
+    const std::string t = render_table(sample());
+    std::istringstream in(t);
+    std::string line;
+    std::size_t width = 0;
+    int lines = 0;
+    while (std::getline(in, line)) {
+        if (width == 0)
+            width = line.size();
+        EXPECT_EQ(line.size(), width) << "line: " << line;
+        EXPECT_TRUE(line.front() == '|' || line.front() == '+') << line;
+        lines++;
+    }
+    EXPECT_EQ(lines, 3 + 2 + 2 * 3);
+}
+
+TEST(Views, TableShowsVersionsUnitsAndSuspendedCards) {
+    const std::string t = render_table(sample());
+    EXPECT_THAT(t, HasSubstr("Driver (rbln.ko): 0.1.0"));
+    EXPECT_THAT(t, HasSubstr("librbln: "));
+    EXPECT_THAT(t, HasSubstr("| 0000:00:04.0 | 45.0 C | 75.0 W |"));
+    EXPECT_THAT(t, HasSubstr("| 0000:00:05.0 |    N/A |    N/A |"));
+    EXPECT_THAT(t, HasSubstr("ready (suspended)"));
+    EXPECT_THAT(t, HasSubstr("chiplets:  0: 256 MiB  1: 256 MiB  2: 256 MiB  3: 256 MiB"));
+}
+
+TEST(ExitCodes, ErrorsMapToDocumentedCodes) {
+    EXPECT_EQ(exit_code_for(Error(Errc::DriverNotLoaded, "", "", 0, "")), 3);
+    EXPECT_EQ(exit_code_for(Error(Errc::NoDevice, "", "", 0, "")), 4);
+    EXPECT_EQ(exit_code_for(Error::from_errno("open", "/dev/accel/accel0", EACCES)), 5);
+    EXPECT_EQ(exit_code_for(Error(Errc::BadValue, "", "", 0, "")), 1);
+}
+
+int run_args(std::initializer_list<std::string_view> args, std::string& out, std::string& err) {
+    std::ostringstream o;
+    std::ostringstream e;
+    const std::vector<std::string_view> v(args);
+    const int rc = run(v, o, e);
+    out = o.str();
+    err = e.str();
+    return rc;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+    std::string out;
+    std::string err;
+    EXPECT_EQ(run_args({"--bogus"}, out, err), 2);
+    EXPECT_THAT(err, HasSubstr("unknown option '--bogus'"));
+    EXPECT_EQ(run_args({"-L", "-j"}, out, err), 2);
+    EXPECT_EQ(run_args({"--root"}, out, err), 2);
+    EXPECT_THAT(err, HasSubstr("needs an argument"));
+    EXPECT_EQ(run_args({"extra"}, out, err), 2);
+}
+
+TEST(Cli, HelpDocumentsEveryExitCode) {
+    std::string out;
+    std::string err;
+    EXPECT_EQ(run_args({"--help"}, out, err), 0);
+    for (const char* code : {"  0  ", "  1  ", "  2  ", "  3  ", "  4  ", "  5  "})
+        EXPECT_THAT(out, HasSubstr(code));
+    EXPECT_THAT(out, HasSubstr("--json"));
+}
+
+} // namespace
+} // namespace rbln::smi

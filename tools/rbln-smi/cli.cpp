@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+// cli.cpp - rbln-smi's command line.
+
+#include "cli.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "format.hpp"
+#include "rbln/detail/unique_fd.hpp"
+#include "rbln/discovery.hpp"
+#include "rbln/fw_ctrl.hpp"
+#include "rbln/version.hpp"
+
+namespace rbln::smi {
+
+namespace {
+
+constexpr std::string_view kHelp = R"(Usage: rbln-smi [OPTION]...
+Show the rbln NPU cards of this machine: identity, temperature, power,
+memory, firmware and state.  Works without root; never wakes a
+runtime-suspended card (its telemetry shows as N/A).
+
+  -L, --list                  one line per card
+  -j, --json                  JSON (schema_version 1; units in the key names)
+      --dump-control-block FILE
+                              decode and validate a firmware-iface control
+                              block dump (with -j: as JSON)
+  -V, --version               print the versions of rbln-smi and librbln
+  -h, --help                  print this help
+
+Exit status:
+  0  success
+  1  other error (message on stderr)
+  2  usage error
+  3  the rbln driver is not loaded (/sys/module/rbln is absent)
+  4  no device: the driver is loaded but no accel node is bound to rbln
+  5  permission denied: a node that is needed could not be opened
+)";
+
+struct Options {
+    bool help = false;
+    bool version = false;
+    bool list = false;
+    bool json = false;
+    std::string root = "/";
+    std::optional<std::string> control_block;
+};
+
+struct UsageError {
+    std::string message;
+};
+
+Options parse(std::span<const std::string_view> args) {
+    Options o;
+    for (std::size_t i = 0; i < args.size(); i++) {
+        const std::string_view a = args[i];
+        auto operand = [&](std::string_view name) -> std::string {
+            const std::string prefix = std::string(name) + "=";
+            if (a.starts_with(prefix))
+                return std::string(a.substr(prefix.size()));
+            if (i + 1 >= args.size())
+                throw UsageError{"option '" + std::string(name) + "' needs an argument"};
+            return std::string(args[++i]);
+        };
+        if (a == "-h" || a == "--help") {
+            o.help = true;
+        } else if (a == "-V" || a == "--version") {
+            o.version = true;
+        } else if (a == "-L" || a == "--list") {
+            o.list = true;
+        } else if (a == "-j" || a == "--json") {
+            o.json = true;
+        } else if (a == "--root" || a.starts_with("--root=")) {
+            o.root = operand("--root");
+            if (o.root.empty())
+                throw UsageError{"--root needs a non-empty path"};
+        } else if (a == "--dump-control-block" || a.starts_with("--dump-control-block=")) {
+            o.control_block = operand("--dump-control-block");
+        } else if (a.starts_with("-")) {
+            throw UsageError{"unknown option '" + std::string(a) + "'"};
+        } else {
+            throw UsageError{"unexpected argument '" + std::string(a) + "'"};
+        }
+    }
+    if (o.list && o.json)
+        throw UsageError{"-L and -j cannot be combined"};
+    if (o.control_block && o.list)
+        throw UsageError{"--dump-control-block cannot be combined with -L"};
+    return o;
+}
+
+// The first 4 KiB of the file (a control block or a BAR dump starting with one).
+std::vector<std::byte> read_head(const std::string& path, std::size_t limit) {
+    const detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        throw Error::from_errno("open", path, errno);
+    std::vector<std::byte> data(limit);
+    std::size_t got = 0;
+    while (got < limit) {
+        const ssize_t n = ::read(fd.get(), data.data() + got, limit - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            throw Error::from_errno("read", path, errno);
+        }
+        if (n == 0)
+            break;
+        got += static_cast<std::size_t>(n);
+    }
+    data.resize(got);
+    return data;
+}
+
+int dump_control_block(const Options& o, std::ostream& out) {
+    const auto bytes = read_head(*o.control_block, 4096);
+    const auto cb = fw::parse_control_block(bytes, *o.control_block).value();
+    out << (o.json ? render_control_block_json(cb) : render_control_block(cb));
+    return kExitOk;
+}
+
+// Node problems worth a warning (an absent node or missing permission is
+// expected when sysfs suffices; a suspended card is not opened on purpose).
+bool worth_warning(const CardInfo& c) {
+    if (!c.node_error || c.suspended)
+        return false;
+    switch (c.node_error->code()) {
+    case Errc::NotFound:
+    case Errc::PermissionDenied:
+    case Errc::InvalidArgument:
+        return false;
+    default:
+        return true;
+    }
+}
+
+} // namespace
+
+int exit_code_for(const Error& error) noexcept {
+    switch (error.code()) {
+    case Errc::DriverNotLoaded:
+        return kExitDriverNotLoaded;
+    case Errc::NoDevice:
+        return kExitNoDevice;
+    case Errc::PermissionDenied:
+        return kExitPermission;
+    default:
+        return kExitError;
+    }
+}
+
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+    Options o;
+    try {
+        o = parse(args);
+    } catch (const UsageError& e) {
+        err << "rbln-smi: " << e.message << "\nTry 'rbln-smi --help'.\n";
+        return kExitUsage;
+    }
+    if (o.help) {
+        out << kHelp;
+        return kExitOk;
+    }
+    if (o.version) {
+        out << "rbln-smi " << library_version() << " (librbln " << library_version() << ")\n";
+        return kExitOk;
+    }
+
+    try {
+        if (o.control_block)
+            return dump_control_block(o, out);
+
+        DiscoveryOptions options;
+        options.root = o.root;
+        const Discovery d = discover(options);
+        for (const auto& c : d.cards)
+            if (worth_warning(c))
+                err << "rbln-smi: warning: NPU " << c.index << ": " << c.node_error->what() << "\n";
+        if (d.cards.empty()) {
+            err << "rbln-smi: no rbln device found: the driver is loaded but no accel node "
+                   "is bound to rbln (see 'dmesg | grep rbln')\n";
+            return kExitNoDevice;
+        }
+        if (o.json)
+            out << render_json(d);
+        else if (o.list)
+            out << render_list(d);
+        else
+            out << render_table(d);
+        return kExitOk;
+    } catch (const Error& e) {
+        err << "rbln-smi: " << e.what() << "\n";
+        return exit_code_for(e);
+    } catch (const std::exception& e) {
+        err << "rbln-smi: internal error: " << e.what() << "\n";
+        return kExitError;
+    }
+}
+
+} // namespace rbln::smi

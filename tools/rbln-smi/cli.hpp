@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+// cli.hpp - rbln-smi's command line and exit codes.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string_view>
+
+#include "rbln/error.hpp"
+
+namespace rbln::smi {
+
+/// Exit codes (also in --help and README.md).
+enum ExitCode : int {
+    kExitOk = 0,
+    kExitError = 1,
+    kExitUsage = 2,
+    kExitDriverNotLoaded = 3,
+    kExitNoDevice = 4,
+    kExitPermission = 5,
+};
+
+/// The exit code for an error of librbln.
+int exit_code_for(const Error& error) noexcept;
+
+/// Runs rbln-smi with @args (without argv[0]); writes the view to @out and
+/// errors to @err; returns the exit code.
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+
+} // namespace rbln::smi

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+// format.cpp - the views of rbln-smi.
+
+#include "format.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <vector>
+
+#include "json.hpp"
+#include "rbln/version.hpp"
+
+namespace rbln::smi {
+
+namespace {
+
+constexpr std::uint64_t kKiB = 1024;
+constexpr std::uint64_t kMiB = kKiB * 1024;
+constexpr std::uint64_t kGiB = kMiB * 1024;
+
+// n/d rounded half away from zero, for d > 0.
+std::int64_t round_div(std::int64_t n, std::int64_t d) {
+    return n >= 0 ? (n + d / 2) / d : -((-n + d / 2) / d);
+}
+
+// "12.3" from a count of tenths.
+std::string tenths(std::int64_t t) {
+    const bool negative = t < 0;
+    const std::uint64_t a = negative ? static_cast<std::uint64_t>(-(t + 1)) + 1 : t;
+    return (negative ? "-" : "") + std::to_string(a / 10) + "." + std::to_string(a % 10);
+}
+
+std::string fit(std::string s, std::size_t width) {
+    if (s.size() < width)
+        s.append(width - s.size(), ' ');
+    return s;
+}
+
+std::string fit_right(const std::string& s, std::size_t width) {
+    if (s.size() >= width)
+        return s;
+    return std::string(width - s.size(), ' ') + s;
+}
+
+std::string state_text(const CardInfo& c) {
+    return c.suspended ? c.state + " (suspended)" : c.state;
+}
+
+std::string chiplet_summary(const CardInfo& c) {
+    std::string s = "chiplets:";
+    for (const auto& ch : c.chiplets)
+        s += "  " + std::to_string(ch.index) + ": " + format_bytes(ch.hbm_total_bytes);
+    return s;
+}
+
+} // namespace
+
+std::string format_temperature(std::optional<std::int64_t> millidegrees) {
+    if (!millidegrees)
+        return "N/A";
+    return tenths(round_div(*millidegrees, 100)) + " C";
+}
+
+std::string format_power(std::optional<std::uint64_t> microwatts) {
+    if (!microwatts)
+        return "N/A";
+    return std::to_string((*microwatts + 50000) / 1000000) + "." +
+           std::to_string(((*microwatts + 50000) / 100000) % 10) + " W";
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+    if (bytes >= 10 * kGiB) {
+        const std::uint64_t t = (bytes + kGiB / 20) / (kGiB / 10); // tenths of GiB
+        return std::to_string(t / 10) + "." + std::to_string(t % 10) + " GiB";
+    }
+    if (bytes >= kMiB)
+        return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB";
+    if (bytes >= kKiB)
+        return std::to_string((bytes + kKiB / 2) / kKiB) + " KiB";
+    return std::to_string(bytes) + " B";
+}
+
+std::string format_iface(unsigned major, unsigned minor) {
+    return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string format_uuid(const std::array<std::uint8_t, 16>& uuid) {
+    static constexpr std::array<char, 17> hex{"0123456789abcdef"};
+    std::string s;
+    for (std::size_t i = 0; i < uuid.size(); i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            s += '-';
+        s += hex[uuid[i] >> 4];
+        s += hex[uuid[i] & 0xf];
+    }
+    return s;
+}
+
+std::string render_table(const Discovery& d) {
+    struct Column {
+        std::string title;
+        bool right;
+    };
+    const std::vector<Column> columns = {
+        {"NPU", true},      {"Family", false},   {"Accel node", false},
+        {"PCI BDF", false}, {"Temp", true},      {"Power", true},
+        {"Memory", true},   {"Firmware", false}, {"State", false},
+    };
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& c : d.cards)
+        rows.push_back({std::to_string(c.index), std::string(family_display_name(c.family)),
+                        c.accel_node, c.pci_bdf, format_temperature(c.temperature_mc),
+                        format_power(c.power_uw), format_bytes(c.hbm_total_bytes), c.fw_version,
+                        state_text(c)});
+
+    std::vector<std::size_t> width;
+    for (const auto& col : columns)
+        width.push_back(col.title.size());
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); i++)
+            width[i] = std::max(width[i], row[i].size());
+
+    // Inner width: cells plus " | " separators; widen the last column when
+    // the header or a chiplet line needs more.
+    std::size_t inner = 0;
+    for (std::size_t w : width)
+        inner += w + 3;
+    inner -= 3;
+    const std::string left = "rbln-smi " + std::string(library_version());
+    const std::string mid = "Driver (rbln.ko): " + d.driver.version;
+    const std::string right = "librbln: " + std::string(library_version());
+    std::size_t needed = left.size() + mid.size() + right.size() + 8;
+    for (const auto& c : d.cards)
+        needed = std::max(needed, width[0] + 3 + chiplet_summary(c).size());
+    if (needed > inner) {
+        width.back() += needed - inner;
+        inner = needed;
+    }
+    const std::size_t gap = inner - left.size() - mid.size() - right.size();
+    const std::string header =
+        left + std::string(gap / 2, ' ') + mid + std::string(gap - gap / 2, ' ') + right;
+
+    auto rule = [&](char fill, bool joints) {
+        std::string s = "+";
+        for (std::size_t i = 0; i < width.size(); i++) {
+            s += std::string(width[i] + 2, fill);
+            s += (joints || i + 1 == width.size()) ? "+" : std::string(1, fill);
+        }
+        return s + "\n";
+    };
+    auto line = [&](const std::vector<std::string>& cells) {
+        std::string s = "|";
+        for (std::size_t i = 0; i < cells.size(); i++)
+            s += " " +
+                 (columns[i].right ? fit_right(cells[i], width[i]) : fit(cells[i], width[i])) +
+                 " |";
+        return s + "\n";
+    };
+
+    std::string out;
+    out += rule('-', false);
+    out += "| " + fit(header, inner) + " |\n";
+    out += rule('-', true);
+    std::vector<std::string> titles;
+    for (const auto& col : columns)
+        titles.push_back(col.title);
+    out += line(titles);
+    out += rule('=', true);
+    for (std::size_t r = 0; r < rows.size(); r++) {
+        out += line(rows[r]);
+        const std::size_t rest = inner - width[0] - 3;
+        out += "| " + std::string(width[0], ' ') + " | " + fit(chiplet_summary(d.cards[r]), rest) +
+               " |\n";
+        out += rule('-', true);
+    }
+    return out;
+}
+
+std::string render_list(const Discovery& d) {
+    std::string out;
+    for (const auto& c : d.cards) {
+        out += "NPU " + std::to_string(c.index) + ": " +
+               std::string(family_display_name(c.family)) + " (" + std::to_string(c.chiplet_count) +
+               (c.chiplet_count == 1 ? " chiplet, " : " chiplets, ") +
+               format_bytes(c.hbm_total_bytes) + " HBM) " + c.accel_name + " " + c.pci_bdf +
+               " serial " + (c.serial.empty() ? "N/A" : c.serial) + " fw " +
+               (c.fw_version.empty() ? "N/A" : c.fw_version) + "\n";
+    }
+    return out;
+}
+
+std::string render_json(const Discovery& d) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("schema_version");
+    w.value(1);
+    w.key("driver");
+    w.begin_object();
+    w.key("name");
+    w.value(d.driver.name);
+    w.key("version");
+    w.value(d.driver.version);
+    w.end_object();
+    w.key("library");
+    w.begin_object();
+    w.key("name");
+    w.value("librbln");
+    w.key("version");
+    w.value(library_version());
+    w.end_object();
+    w.key("cards");
+    w.begin_array();
+    for (const auto& c : d.cards) {
+        w.begin_object();
+        w.key("index");
+        w.value(c.index);
+        w.key("family");
+        w.value(c.family_name);
+        w.key("accel_node");
+        w.value(c.accel_node);
+        w.key("pci_bdf");
+        w.value(c.pci_bdf);
+        w.key("numa_node");
+        w.value(c.numa_node);
+        w.key("chiplet_count");
+        w.value(c.chiplet_count);
+        w.key("temperature_mc");
+        if (c.temperature_mc)
+            w.value(*c.temperature_mc);
+        else
+            w.null();
+        w.key("power_uw");
+        if (c.power_uw)
+            w.value(*c.power_uw);
+        else
+            w.null();
+        w.key("hbm_total_bytes");
+        w.value(c.hbm_total_bytes);
+        w.key("chiplets");
+        w.begin_array();
+        for (const auto& ch : c.chiplets) {
+            w.begin_object();
+            w.key("index");
+            w.value(ch.index);
+            w.key("hbm_total_bytes");
+            w.value(ch.hbm_total_bytes);
+            w.end_object();
+        }
+        w.end_array();
+        w.key("fw_version");
+        w.value(c.fw_version);
+        w.key("fw_iface_version");
+        w.value(format_iface(c.fw_iface_major, c.fw_iface_minor));
+        w.key("serial");
+        w.value(c.serial);
+        w.key("uuid");
+        if (c.uuid)
+            w.value(format_uuid(*c.uuid));
+        else
+            w.null();
+        w.key("state");
+        w.value(c.state);
+        w.key("runtime_status");
+        if (c.runtime_status.empty())
+            w.null();
+        else
+            w.value(c.runtime_status);
+        w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+    return w.finish();
+}
+
+std::string render_control_block(const fw::ControlBlock& cb) {
+    std::string out;
+    auto row = [&out](const std::string& k, const std::string& v) { out += fit(k, 18) + v + "\n"; };
+    auto hex = [](std::uint64_t v) {
+        std::array<char, 24> buf{};
+        std::snprintf(buf.data(), buf.size(), "0x%llx", static_cast<unsigned long long>(v));
+        return std::string(buf.data());
+    };
+    row("iface_version", format_iface(cb.iface_major, cb.iface_minor));
+    row("ctrl_size", std::to_string(cb.ctrl_size));
+    row("family", cb.family == 1 ? "Rebel100" : "ATOM");
+    row("chiplet_count", std::to_string(cb.chiplet_count));
+    row("doorbell_peer_id", std::to_string(cb.doorbell_peer_id));
+    row("num_vectors", std::to_string(cb.num_vectors));
+    row("uuid", format_uuid(cb.uuid));
+    row("serial", cb.serial);
+    row("fw_version", cb.fw_version);
+    row("bar_size", hex(cb.bar_size) + " (" + format_bytes(cb.bar_size) + ")");
+    for (std::size_t i = 0; i < cb.hbm.size(); i++)
+        row("hbm[" + std::to_string(i) + "]", "offset " + hex(cb.hbm[i].bar_offset) + " size " +
+                                                  hex(cb.hbm[i].size) + " (" +
+                                                  format_bytes(cb.hbm[i].size) + ")");
+    row("fw_state", fw::fw_state_name(cb.fw_state));
+    row("fault_code", fw::fault_code_name(cb.fault_code));
+    row("fault_reason", cb.fault_reason);
+    row("host_ctrl", hex(cb.host_ctrl));
+    row("host_gen", std::to_string(cb.host_gen));
+    row("host_ack", std::to_string(cb.host_ack));
+    row("ring_entries", std::to_string(cb.ring_entries));
+    row("admin_sq_head", std::to_string(cb.admin_sq_head));
+    row("heartbeat", std::to_string(cb.heartbeat));
+    return out;
+}
+
+std::string render_control_block_json(const fw::ControlBlock& cb) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("iface_version");
+    w.value(format_iface(cb.iface_major, cb.iface_minor));
+    w.key("ctrl_size_bytes");
+    w.value(cb.ctrl_size);
+    w.key("family");
+    w.value(cb.family == 1 ? "rebel100" : "atom");
+    w.key("chiplet_count");
+    w.value(cb.chiplet_count);
+    w.key("doorbell_peer_id");
+    w.value(cb.doorbell_peer_id);
+    w.key("num_vectors");
+    w.value(cb.num_vectors);
+    w.key("uuid");
+    w.value(format_uuid(cb.uuid));
+    w.key("serial");
+    w.value(cb.serial);
+    w.key("fw_version");
+    w.value(cb.fw_version);
+    w.key("bar_size_bytes");
+    w.value(cb.bar_size);
+    w.key("hbm");
+    w.begin_array();
+    for (const auto& h : cb.hbm) {
+        w.begin_object();
+        w.key("bar_offset_bytes");
+        w.value(h.bar_offset);
+        w.key("size_bytes");
+        w.value(h.size);
+        w.end_object();
+    }
+    w.end_array();
+    w.key("fw_state");
+    w.value(fw::fw_state_name(cb.fw_state));
+    w.key("fault_code");
+    w.value(fw::fault_code_name(cb.fault_code));
+    w.key("fault_reason");
+    w.value(cb.fault_reason);
+    w.key("host_gen");
+    w.value(cb.host_gen);
+    w.key("host_ack");
+    w.value(cb.host_ack);
+    w.key("heartbeat");
+    w.value(cb.heartbeat);
+    w.end_object();
+    return w.finish();
+}
+
+} // namespace rbln::smi

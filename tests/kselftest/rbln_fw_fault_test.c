@@ -88,7 +88,9 @@ TEST_F_TIMEOUT(fault, runtime_fault_is_reported_and_rebind_recovers, 120)
 	struct drm_rbln_info_device d;
 	char reply[128];
 	char text[128];
+	char uev[2048] = "";
 	int minor;
+	int ufd;
 	int kfd;
 	int err;
 	int fd = rbln_open_minor(self->target.minor);
@@ -100,11 +102,23 @@ TEST_F_TIMEOUT(fault, runtime_fault_is_reported_and_rebind_recovers, 120)
 
 	kfd = rbln_kmsg_open();
 	ASSERT_LE(0, kfd);
+	ufd = rbln_uevent_open();
+	ASSERT_LE(0, ufd) TH_LOG("uevent socket: %s", strerror(-ufd));
 	err = rbln_emu_cmd(self->target.card,
 			   "fault fw-fault code=3 reason=" FAULT_REASON, reply,
 			   sizeof(reply), EMU_TIMEOUT_MS);
 	ASSERT_EQ(0, err)
 	TH_LOG("emulator: %s, reply '%s'", strerror(-err), reply);
+
+	/* the state change is announced: KOBJ_CHANGE of the PCI function */
+	err = rbln_uevent_wait(ufd, self->target.bdf, "RBLN_STATE=fault",
+			       "RBLN_FAULT_CODE=3", uev, sizeof(uev),
+			       STATE_TIMEOUT_MS);
+	close(ufd);
+	EXPECT_EQ(0, err)
+	TH_LOG("no uevent RBLN_STATE=fault RBLN_FAULT_CODE=3");
+	EXPECT_TRUE(err || strstr(uev, "ACTION=change"))
+	TH_LOG("uevent:\n%s", uev);
 
 	err = wait_state(self->state_path, "fault", STATE_TIMEOUT_MS);
 	rbln_sleep_ms(100);

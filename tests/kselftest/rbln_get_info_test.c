@@ -426,4 +426,20 @@ TEST_F(emu_temp, emulator_rejects_unknown_command)
 	EXPECT_LT(0, strlen(reply));
 }
 
+TEST_F(emu_temp, hwmon_follows_emulator_temperature)
+{
+	int want = self->orig_mc == 61000 ? 62000 : 61000;
+	char dir[256];
+	char path[512];
+	char buf[32];
+
+	ASSERT_EQ(0, rbln_find_hwmon(self->nodes[0].bdf, dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/temp1_input", dir);
+	set_temp(_metadata, self, want);
+	/* hwmon may answer from a cache of at most 100 ms */
+	rbln_sleep_ms(250);
+	ASSERT_LT(0, rbln_read_file(path, buf, sizeof(buf)));
+	EXPECT_EQ(want, atoi(buf));
+}
+
 TEST_HARNESS_MAIN

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/netlink.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -500,4 +502,88 @@ int rbln_restore_bindings(char *log, size_t len)
 	}
 	closedir(dir);
 	return failed;
+}
+
+int rbln_uevent_open(void)
+{
+	struct sockaddr_nl addr = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = 1, /* the kernel's own broadcast, not udev's */
+	};
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			NETLINK_KOBJECT_UEVENT);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int rbln_uevent_wait(int fd, const char *a, const char *b, const char *c,
+		     char *buf, size_t len, int timeout_ms)
+{
+	__s64 deadline = rbln_now_ms() + timeout_ms;
+	char msg[8192];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)(deadline - rbln_now_ms());
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		n = recv(fd, msg, sizeof(msg) - 1, 0);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR ||
+			    errno == ENOBUFS)
+				continue;
+			return -errno;
+		}
+		for (ssize_t i = 0; i < n; i++)
+			if (msg[i] == '\0')
+				msg[i] = '\n';
+		msg[n] = '\0';
+		if (line_has(msg, a) && line_has(msg, b) && line_has(msg, c)) {
+			if (len)
+				snprintf(buf, len, "%s", msg);
+			return 0;
+		}
+	}
+}
+
+/* The hwmon directory named "rbln" of @bdf, into @dir. */
+int rbln_find_hwmon(const char *bdf, char *dir, size_t len)
+{
+	char path[256];
+	struct dirent *de;
+	DIR *d;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/hwmon", bdf);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char name[64];
+		char p[600];
+
+		if (strncmp(de->d_name, "hwmon", 5) != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/name", path, de->d_name);
+		if (rbln_read_file(p, name, sizeof(name)) > 0 &&
+		    strcmp(name, "rbln") == 0) {
+			snprintf(dir, len, "%s/%s", path, de->d_name);
+			ret = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
 }

@@ -71,6 +71,9 @@ int rbln_unbind(const char *bdf);
 /* Binds @bdf to rbln; the probe's error comes back as -errno. */
 int rbln_bind(const char *bdf);
 
+/* The hwmon directory of @bdf whose name is "rbln", into @dir. */
+int rbln_find_hwmon(const char *bdf, char *dir, size_t len);
+
 /* True when @bdf is currently bound to driver rbln. */
 bool rbln_is_bound(const char *bdf);
 
@@ -102,6 +105,16 @@ int rbln_kmsg_read(int fd, char *buf, size_t len);
 /* Counts the lines of @text that contain @a and @b and @c (NULL: not checked). */
 int rbln_count_lines(const char *text, const char *a, const char *b,
 		     const char *c);
+
+/*
+ * Kernel uevents: rbln_uevent_open() subscribes to the kernel's uevent
+ * broadcast; rbln_uevent_wait() waits up to @timeout_ms for one whose text
+ * (KEY=VALUE lines, NULs turned into newlines) contains @a, @b and @c
+ * (NULL: not checked), and copies it into @buf.
+ */
+int rbln_uevent_open(void);
+int rbln_uevent_wait(int fd, const char *a, const char *b, const char *c,
+		     char *buf, size_t len, int timeout_ms);
 
 /* Monotonic time in milliseconds. */
 __s64 rbln_now_ms(void);

@@ -19,7 +19,7 @@ set -u
 
 bindir=${1:-build/cmake/tests/kselftest}
 [ $# -gt 0 ] && shift
-all="rbln_get_info_test rbln_uapi_errors_test rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
+all="rbln_get_info_test rbln_uapi_errors_test rbln_sysfs_test rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
 tests=
 for t in $all; do
 	if [ $# -eq 0 ]; then

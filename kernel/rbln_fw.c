@@ -493,18 +493,26 @@ static void rbln_admin_timed_out(struct rbln_device *rdev, u32 seq, u16 opcode)
 {
 	u32 st = rbln_ctrl_rd32(rdev, rbln_ctrl_off(fw_state));
 
+	char reason[64];
+
 	rdev->admin_timeouts++;
 	if (st == RBLN_FW_STATE_FAULT) {
-		char reason[64];
-
 		rbln_fw_read_reason(rdev, reason, sizeof(reason));
 		rbln_set_fault(rdev, rbln_ctrl_rd32(rdev, rbln_ctrl_off(fault_code)),
 			       reason);
 		return;
 	}
-	drm_err_ratelimited(&rdev->drm,
-			    "admin request seq %u (opcode %u) got no completion within %u ms (firmware state %u)\n",
-			    seq, opcode, rbln_admin_timeout_ms, st);
+	drm_err(&rdev->drm,
+		"admin request seq %u (opcode %u) got no completion within %u ms (firmware state %u)\n",
+		seq, opcode, rbln_admin_timeout_ms, st);
+	/*
+	 * Firmware that lets an admin request sit for admin_timeout_ms is hung:
+	 * the card goes to "fault" so later requests fail at once instead of
+	 * each waiting out the timeout.  Rebinding (which resets the card)
+	 * recovers.
+	 */
+	rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL,
+		       "firmware stopped answering admin requests");
 }
 
 static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cmd)

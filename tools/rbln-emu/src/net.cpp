@@ -3,7 +3,11 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -43,8 +47,46 @@ UniqueFd connect_unix(const std::string& path) {
     return fd;
 }
 
-ListeningSocket::ListeningSocket(const std::string& path, const std::string& what) : path_(path) {
+namespace {
+
+// Whether a socket is listening on `path`, from /proc/net/unix (flag
+// __SO_ACCEPTCON).  Asking this way, rather than by connecting, matters for
+// the ivshmem socket: its server takes any connection for QEMU.
+bool has_listener(const std::string& path) {
+    std::ifstream in("/proc/net/unix");
+    std::string line;
+    std::getline(in, line); // header
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string num, refs, proto, flags, type, state, inode, bound;
+        if (!(fields >> num >> refs >> proto >> flags >> type >> state >> inode >> bound))
+            continue;
+        constexpr unsigned long kAcceptCon = 0x10000;
+        if (bound == path && (std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) != 0)
+            return true;
+    }
+    return false;
+}
+
+// The absolute form of `path` when it fits sun_path, so /proc/net/unix
+// shows a name other processes can compare against.
+std::string bind_path(const std::string& path) {
+    std::error_code ec;
+    const std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
+    if (ec || abs.size() >= sizeof(sockaddr_un{}.sun_path))
+        return path;
+    return abs;
+}
+
+} // namespace
+
+ListeningSocket::ListeningSocket(const std::string& given, const std::string& what)
+    : path_(bind_path(given)) {
+    const std::string& path = path_;
     sockaddr_un sa{};
+    if (!fill_addr(given, sa))
+        throw std::runtime_error(what + ": path empty or longer than " +
+                                 std::to_string(sizeof(sa.sun_path) - 1) + " bytes");
     if (!fill_addr(path, sa))
         throw std::runtime_error(what + ": path empty or longer than " +
                                  std::to_string(sizeof(sa.sun_path) - 1) + " bytes");
@@ -52,7 +94,7 @@ ListeningSocket::ListeningSocket(const std::string& path, const std::string& wha
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
             throw std::runtime_error(what + ": " + path + " exists and is not a socket");
-        if (connect_unix(path).valid())
+        if (has_listener(path))
             throw std::runtime_error(what + ": " + path + " is in use by a running server");
         ::unlink(path.c_str()); // stale socket of a dead process
     }

@@ -261,6 +261,57 @@ TEST_F(info, larger_buffer_gets_full_size_and_nothing_past_it)
 	TH_LOG("wrote past the answer");
 }
 
+/* The value of @key in /proc/self/fdinfo/@fd, into @val. */
+static int fdinfo_value(int fd, const char *key, char *val, size_t len)
+{
+	char path[64];
+	char text[4096];
+	const char *p;
+	size_t klen = strlen(key);
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	n = rbln_read_file(path, text, sizeof(text));
+	if (n < 0)
+		return n;
+	for (p = text; p && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+			const char *v = p + klen + 1;
+			size_t vlen;
+
+			v += strspn(v, " \t");
+			vlen = strcspn(v, "\n");
+			snprintf(val, len, "%.*s", (int)vlen, v);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+TEST_F(info, fdinfo_names_driver_device_and_client)
+{
+	for (int i = 0; i < self->count; i++) {
+		char a[64], b[64];
+		int fd2;
+
+		ASSERT_EQ(0, fdinfo_value(self->fd[i], "drm-driver", a,
+					  sizeof(a)));
+		EXPECT_STREQ("rbln", a);
+		ASSERT_EQ(0,
+			  fdinfo_value(self->fd[i], "drm-pdev", a, sizeof(a)));
+		EXPECT_STREQ(self->nodes[i].bdf, a);
+		/* every open file is its own client */
+		fd2 = rbln_open_minor(self->nodes[i].minor);
+		ASSERT_LE(0, fd2);
+		ASSERT_EQ(0, fdinfo_value(self->fd[i], "drm-client-id", a,
+					  sizeof(a)));
+		ASSERT_EQ(0, fdinfo_value(fd2, "drm-client-id", b, sizeof(b)));
+		EXPECT_STRNE(a, b);
+		close(fd2);
+	}
+}
+
 /* Plausible figures for a card in a lab: 0..110 degrees C. */
 #define TEMP_MIN_MC 0
 #define TEMP_MAX_MC 110000

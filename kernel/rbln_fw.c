@@ -231,8 +231,9 @@ out:
 
 /*
  * Polls fw_state until it is @want (and, for READY, host_ack == host_gen)
- * or FAULT, for up to @timeout_ms.  Returns 0, -EIO (FAULT), -ENODEV
- * (the BAR reads all ones: the card is gone) or -ETIMEDOUT.
+ * for up to @timeout_ms.  Returns 0, -EIO (FAULT, when waiting for READY;
+ * while waiting for RESET a FAULT only means "not yet"), -ENODEV (the BAR
+ * reads all ones: the card is gone) or -ETIMEDOUT.
  */
 static int rbln_fw_wait_state(struct rbln_device *rdev, u32 want,
 			      unsigned int timeout_ms, u32 *last)
@@ -249,7 +250,7 @@ static int rbln_fw_wait_state(struct rbln_device *rdev, u32 want,
 		    (want != RBLN_FW_STATE_READY ||
 		     rbln_ctrl_rd32(rdev, rbln_ctrl_off(host_ack)) == rdev->host_gen))
 			return 0;
-		if (st == RBLN_FW_STATE_FAULT)
+		if (st == RBLN_FW_STATE_FAULT && want == RBLN_FW_STATE_READY)
 			return -EIO;
 		if (st == U32_MAX)
 			return -ENODEV;
@@ -263,15 +264,10 @@ static int rbln_fw_wait_state(struct rbln_device *rdev, u32 want,
 static int rbln_fw_reset(struct rbln_device *rdev, unsigned int timeout_ms)
 {
 	u32 st;
-	int ret;
 
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(host_ctrl), 0);
 	rbln_doorbell(rdev, RBLN_FW_DB_CTRL);
-	ret = rbln_fw_wait_state(rdev, RBLN_FW_STATE_RESET, timeout_ms, &st);
-	/* A reset clears FAULT, so FAULT here only means "not yet". */
-	if (ret == -EIO)
-		ret = rbln_fw_wait_state(rdev, RBLN_FW_STATE_RESET, timeout_ms, &st);
-	return ret == -EIO ? -ETIMEDOUT : ret;
+	return rbln_fw_wait_state(rdev, RBLN_FW_STATE_RESET, timeout_ms, &st);
 }
 
 static void rbln_fw_log_fault(struct rbln_device *rdev, const char *when)

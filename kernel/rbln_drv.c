@@ -306,9 +306,23 @@ static void rbln_pci_remove(struct pci_dev *pdev)
 {
 	struct rbln_device *rdev = pci_get_drvdata(pdev);
 
-	drm_dev_unplug(&rdev->drm);
+	if (!drm_dev_is_unplugged(&rdev->drm))
+		drm_dev_unplug(&rdev->drm);
 	rbln_fw_fini(rdev);
 	rbln_sysfs_fini(rdev);
+}
+
+/*
+ * Reboot, power-off and kexec: the card must stop DMA into memory the next
+ * kernel will own, so it is unplugged and reset as on remove.
+ */
+static void rbln_pci_shutdown(struct pci_dev *pdev)
+{
+	struct rbln_device *rdev = pci_get_drvdata(pdev);
+
+	if (!drm_dev_is_unplugged(&rdev->drm))
+		drm_dev_unplug(&rdev->drm);
+	rbln_fw_fini(rdev);
 }
 
 /* Empty: rbln binds only what it is told to bind (see the top of the file). */
@@ -321,6 +335,7 @@ static struct pci_driver rbln_pci_driver = {
 	.id_table = rbln_pci_ids,
 	.probe = rbln_pci_probe,
 	.remove = rbln_pci_remove,
+	.shutdown = rbln_pci_shutdown,
 };
 
 struct rbln_pci_id {

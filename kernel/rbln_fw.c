@@ -571,8 +571,14 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 			rbln_admin_timed_out(rdev, seq, cmd->opcode);
 			return -ETIMEDOUT;
 		}
-		wait_event_timeout(rdev->admin_wq, rbln_admin_wake(rdev),
-				   msecs_to_jiffies(RBLN_ADMIN_POLL_MS));
+		/*
+		 * A killed waiter leaves the request behind; its completion
+		 * is dropped later by sequence number.
+		 */
+		if (wait_event_killable_timeout(rdev->admin_wq,
+						rbln_admin_wake(rdev),
+						msecs_to_jiffies(RBLN_ADMIN_POLL_MS)) < 0)
+			return -EINTR;
 	}
 
 	ret = rbln_admin_status_errno(cpl.status);

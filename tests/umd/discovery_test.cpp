@@ -83,6 +83,12 @@ TEST(Discovery, ReadsIdentityChipletsAndHwmonFromSysfs) {
     ASSERT_EQ(c.chiplets.size(), 4u);
     EXPECT_EQ(c.chiplets[3].index, 3u);
     EXPECT_EQ(c.chiplets[3].hbm_total_bytes, 256ull << 20);
+    EXPECT_EQ(c.chiplets[0].temperature_mc, 42000); // hwmon temp2_input
+    EXPECT_EQ(c.chiplets[3].temperature_mc, 45000); // hwmon temp5_input
+    ASSERT_TRUE(c.uuid.has_value());
+    EXPECT_EQ((*c.uuid)[0], 0x00);
+    EXPECT_EQ((*c.uuid)[1], 0x11);
+    EXPECT_EQ((*c.uuid)[15], 0xff);
     EXPECT_EQ(c.fw_version, "rbln-emu 0.1.0");
     EXPECT_EQ(c.fw_iface_major, 1u);
     EXPECT_EQ(c.fw_iface_minor, 0u);
@@ -97,6 +103,34 @@ TEST(Discovery, ReadsIdentityChipletsAndHwmonFromSysfs) {
     EXPECT_FALSE(c.identity_from_kernel);
     ASSERT_TRUE(c.node_error.has_value());
     EXPECT_EQ(c.node_error->code(), Errc::NotFound);
+}
+
+TEST(Discovery, HwmonReadFailureMeansUnavailableNotAnError) {
+    FakeSysfs fake;
+    fake.load_driver();
+    const auto dev = fake.add_card(CardSpec{});
+    // The kernel answers EIO when the card does not answer; a directory in
+    // place of the file makes read() fail the same way (EISDIR).
+    fake.remove(dev / "hwmon/hwmon1/temp1_input");
+    fake.write(dev / "hwmon/hwmon1/temp1_input/x", "");
+    const CardInfo c = discover(sysfs_only(fake)).cards.at(0);
+    EXPECT_FALSE(c.temperature_mc.has_value());
+    EXPECT_EQ(c.power_uw, 75000000u);
+}
+
+TEST(Discovery, KernelIdentityKeepsTheChipletTemperaturesOfHwmon) {
+    FakeSysfs fake;
+    fake.load_driver();
+    fake.add_card(CardSpec{});
+    DiscoveryOptions o;
+    o.root = fake.root();
+    o.opener = [](const std::string& p) -> OpenResult {
+        return std::unique_ptr<KernelInterface>(std::make_unique<FakeKernel>(p));
+    };
+    const CardInfo c = discover(o).cards.at(0);
+    ASSERT_EQ(c.chiplets.size(), 4u);
+    EXPECT_EQ(c.chiplets[1].temperature_mc, 43000);
+    EXPECT_EQ(c.chiplets[1].hbm_total_bytes, 512ull << 20);
 }
 
 TEST(Discovery, CardsAreSortedByAccelMinorNotByName) {
@@ -351,7 +385,9 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"rbln/fw_iface_version", "1.x", "got 'x'"},
         Malformed{"hwmon/hwmon1/temp1_input", "45.0", "expected a decimal integer, got '45.0'"},
         Malformed{"hwmon/hwmon1/power1_input", "", "got ''"},
-        Malformed{"numa_node", "node0", "got 'node0'"}),
+        Malformed{"numa_node", "node0", "got 'node0'"},
+        Malformed{"rbln/uuid", "00112233-4455-6677-8899-aabbccddeeZZ", "expected a UUID"},
+        Malformed{"rbln/uuid", "0011223344556677", "expected a UUID"}),
     [](const ::testing::TestParamInfo<Malformed>& info) {
         std::string name = std::to_string(info.index) + "_" + info.param.file;
         for (char& c : name)

@@ -80,6 +80,8 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
         write(r / "fw_iface_version", s.fw_iface_version);
         write(r / "serial", s.serial);
         write(r / "state", s.state);
+        if (!s.uuid.empty())
+            write(r / "uuid", s.uuid);
         for (unsigned i = 0; i < s.chiplets; i++) {
             const fs::path c = r / ("chiplet" + std::to_string(i));
             write(c / "index", std::to_string(i));
@@ -93,8 +95,12 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
         write(other / "temp1_input", "99000");
         const fs::path h = dev / "hwmon" / ("hwmon" + std::to_string(2 * s.minor + 1));
         write(h / "name", "rbln");
-        if (s.temp_mc)
+        if (s.temp_mc) {
             write(h / "temp1_input", std::to_string(*s.temp_mc));
+            for (unsigned i = 0; i < s.chiplets; i++)
+                write(h / ("temp" + std::to_string(i + 2) + "_input"),
+                      std::to_string(*s.temp_mc - 3000 + 1000 * i));
+        }
         if (s.power_uw)
             write(h / "power1_input", std::to_string(*s.power_uw));
     }

@@ -21,8 +21,9 @@ struct CardSpec {
     std::string fw_iface_version = "1.0";
     std::string serial = "RBLNEMU-0001";
     std::string state = "ready";
+    std::string uuid = "00112233-4455-6677-8899-aabbccddeeff"; ///< empty: no rbln/uuid
     std::string runtime_status = "active";
-    std::optional<std::int64_t> temp_mc = 45000;
+    std::optional<std::int64_t> temp_mc = 45000; ///< chiplet i: temp_mc - 3000 + 1000 * i
     std::optional<std::uint64_t> power_uw = 75000000;
     int numa_node = -1;
     bool rbln_attrs = true; ///< the device/rbln/ attribute group

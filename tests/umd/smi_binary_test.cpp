@@ -151,13 +151,14 @@ TEST_F(SmiBinary, JsonDocumentForTwoCards) {
       "chiplets": [
         {
           "index": 0,
-          "hbm_total_bytes": 536870912
+          "hbm_total_bytes": 536870912,
+          "temperature_mc": 35250
         }
       ],
       "fw_version": "rbln-emu 0.1.0",
       "fw_iface_version": "1.0",
       "serial": "RBLNEMU-0002",
-      "uuid": null,
+      "uuid": "00112233-4455-6677-8899-aabbccddeeff",
       "state": "ready",
       "runtime_status": "active"
     })";
@@ -177,7 +178,8 @@ TEST_F(SmiBinary, TableShowsEveryCardWithUnits) {
     EXPECT_THAT(o.out,
                 HasSubstr("| ATOM     | /dev/accel/accel1 | 0000:00:05.0 | 38.3 C | 12.3 W |"));
     EXPECT_THAT(o.out, HasSubstr("1024 MiB"));
-    EXPECT_THAT(o.out, HasSubstr("chiplets:  0: 256 MiB  1: 256 MiB  2: 256 MiB  3: 256 MiB"));
+    EXPECT_THAT(o.out, HasSubstr("chiplets:  0: 256 MiB, 42.0 C  1: 256 MiB, 43.0 C  "
+                                 "2: 256 MiB, 44.0 C  3: 256 MiB, 45.0 C"));
 }
 
 TEST_F(SmiBinary, SuspendedCardShowsNaAndIsNotWoken) {

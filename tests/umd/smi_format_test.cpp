@@ -130,7 +130,7 @@ Discovery sample() {
     c.chiplet_count = 4;
     c.hbm_total_bytes = 1024ull << 20;
     for (unsigned i = 0; i < 4; i++)
-        c.chiplets.push_back({i, 256ull << 20});
+        c.chiplets.push_back({i, 256ull << 20, std::nullopt});
     c.fw_version = "rbln-emu 0.1.0";
     c.fw_iface_major = 1;
     c.serial = "RBLNEMU-0001";
@@ -149,7 +149,7 @@ Discovery sample() {
     a.family_name = "atom";
     a.chiplet_count = 1;
     a.hbm_total_bytes = 16ull << 30;
-    a.chiplets = {{0, 16ull << 30}};
+    a.chiplets = {{0, 16ull << 30, std::nullopt}};
     a.serial = "RBLNEMU-\"quoted\"";
     a.suspended = true;
     a.runtime_status = "suspended";
@@ -182,7 +182,8 @@ TEST(Views, JsonHasNumbersAsNumbersAndNullForUnavailableTelemetry) {
     EXPECT_THAT(j, HasSubstr(R"("serial": "RBLNEMU-\"quoted\"")"));
     EXPECT_THAT(j, HasSubstr("\"runtime_status\": \"suspended\""));
     EXPECT_THAT(j, HasSubstr("\"chiplets\": [\n        {\n          \"index\": 0,\n"
-                             "          \"hbm_total_bytes\": 268435456\n        },"));
+                             "          \"hbm_total_bytes\": 268435456,\n"
+                             "          \"temperature_mc\": null\n        },"));
 }
 
 TEST(Views, TableLinesAllHaveTheSameWidth) {

@@ -50,7 +50,8 @@ std::string state_text(const CardInfo& c) {
 std::string chiplet_summary(const CardInfo& c) {
     std::string s = "chiplets:";
     for (const auto& ch : c.chiplets)
-        s += "  " + std::to_string(ch.index) + ": " + format_bytes(ch.hbm_total_bytes);
+        s += "  " + std::to_string(ch.index) + ": " + format_bytes(ch.hbm_total_bytes) +
+             (ch.temperature_mc ? ", " + format_temperature(ch.temperature_mc) : "");
     return s;
 }
 
@@ -108,6 +109,7 @@ std::string render_table(const Discovery& d) {
         {"Memory", true},   {"Firmware", false}, {"State", false},
     };
     std::vector<std::vector<std::string>> rows;
+    rows.reserve(d.cards.size());
     for (const auto& c : d.cards)
         rows.push_back({std::to_string(c.index), std::string(family_display_name(c.family)),
                         c.accel_node, c.pci_bdf, format_temperature(c.temperature_mc),
@@ -115,6 +117,7 @@ std::string render_table(const Discovery& d) {
                         state_text(c)});
 
     std::vector<std::size_t> width;
+    width.reserve(columns.size());
     for (const auto& col : columns)
         width.push_back(col.title.size());
     for (const auto& row : rows)
@@ -163,6 +166,7 @@ std::string render_table(const Discovery& d) {
     out += "| " + fit(header, inner) + " |\n";
     out += rule('-', true);
     std::vector<std::string> titles;
+    titles.reserve(columns.size());
     for (const auto& col : columns)
         titles.push_back(col.title);
     out += line(titles);
@@ -245,6 +249,11 @@ std::string render_json(const Discovery& d) {
             w.value(ch.index);
             w.key("hbm_total_bytes");
             w.value(ch.hbm_total_bytes);
+            w.key("temperature_mc");
+            if (ch.temperature_mc)
+                w.value(*ch.temperature_mc);
+            else
+                w.null();
             w.end_object();
         }
         w.end_array();

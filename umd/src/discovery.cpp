@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <type_traits>
 
 #include "rbln/sysfs.hpp"
 
@@ -112,6 +113,38 @@ unsigned checked_chiplet_count(std::uint64_t count, const std::string& what) {
     return static_cast<unsigned>(count);
 }
 
+// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the kernel's %pUb).
+std::array<std::uint8_t, 16> parse_uuid(const std::string& text, const std::string& file) {
+    std::array<std::uint8_t, 16> uuid{};
+    auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9')
+            return c - '0';
+        if (c >= 'a' && c <= 'f')
+            return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+            return c - 'A' + 10;
+        return -1;
+    };
+    std::size_t n = 0;
+    bool ok = text.size() == 36;
+    for (std::size_t i = 0; ok && i < text.size(); i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            ok = text[i] == '-';
+            continue;
+        }
+        const int hi = nibble(text[i]);
+        const int lo = i + 1 < text.size() ? nibble(text[i + 1]) : -1;
+        ok = hi >= 0 && lo >= 0;
+        if (ok)
+            uuid[n++] = static_cast<std::uint8_t>(hi << 4 | lo);
+        i++;
+    }
+    if (!ok || n != uuid.size())
+        throw Error(Errc::BadValue, "parse", file, 0,
+                    "expected a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx), got '" + text + "'");
+    return uuid;
+}
+
 // The rbln attribute group of the PCI device: device/rbln/*.  Returns true
 // if every identity attribute is present.
 bool read_sysfs_identity(const Sysfs& sys, const std::string& dev, CardInfo& card) {
@@ -166,19 +199,39 @@ bool read_sysfs_identity(const Sysfs& sys, const std::string& dev, CardInfo& car
     else
         complete = false;
 
+    if (auto uuid = sys.read_optional(dir + "/uuid"))
+        card.uuid = parse_uuid(*uuid, sys.resolve(dir + "/uuid").string());
+
     card.state = sys.read_optional(dir + "/state").value_or("unknown");
     return complete;
 }
 
-// hwmon of the PCI device whose name is "rbln".
+// A hwmon value: a failed read (EIO when the card does not answer, ENODATA
+// for a sensor without data) is "unavailable"; a malformed value throws.
+template <typename T> std::optional<T> hwmon_value(const Sysfs& sys, const std::string& file) {
+    auto text = sys.try_read(file);
+    if (!text)
+        return std::nullopt;
+    const std::string where = sys.resolve(file).string();
+    if constexpr (std::is_signed_v<T>)
+        return Sysfs::parse_i64(*text, where);
+    else
+        return Sysfs::parse_u64(*text, where);
+}
+
+// hwmon of the PCI device whose name is "rbln": temp1 is the card, temp<2+i>
+// chiplet i, power1 the card.
 void read_hwmon(const Sysfs& sys, const std::string& dev, CardInfo& card) {
     const std::string hwmon = dev + "/hwmon";
     for (const auto& h : sys.list(hwmon, "hwmon")) {
         const std::string dir = hwmon + "/" + h;
         if (sys.read_optional(dir + "/name").value_or("") != "rbln")
             continue;
-        card.temperature_mc = sys.read_i64_optional(dir + "/temp1_input");
-        card.power_uw = sys.read_u64_optional(dir + "/power1_input");
+        card.temperature_mc = hwmon_value<std::int64_t>(sys, dir + "/temp1_input");
+        card.power_uw = hwmon_value<std::uint64_t>(sys, dir + "/power1_input");
+        for (auto& chiplet : card.chiplets)
+            chiplet.temperature_mc = hwmon_value<std::int64_t>(
+                sys, dir + "/temp" + std::to_string(chiplet.index + 2) + "_input");
         return;
     }
 }
@@ -190,9 +243,14 @@ void merge_kernel_identity(const DeviceIdentity& id, CardInfo& card) {
     else if (card.family_name.empty())
         card.family_name = "unknown(" + std::to_string(id.family) + ")";
     card.chiplet_count = id.chiplet_count;
-    card.chiplets.clear();
-    for (unsigned i = 0; i < id.chiplet_count; i++)
-        card.chiplets.push_back(ChipletInfo{i, id.hbm_size[i]});
+    std::vector<ChipletInfo> chiplets;
+    for (unsigned i = 0; i < id.chiplet_count; i++) {
+        ChipletInfo c{i, id.hbm_size[i], std::nullopt};
+        if (i < card.chiplets.size())
+            c.temperature_mc = card.chiplets[i].temperature_mc; // from hwmon
+        chiplets.push_back(c);
+    }
+    card.chiplets = std::move(chiplets);
     card.hbm_total_bytes = std::accumulate(
         card.chiplets.begin(), card.chiplets.end(), std::uint64_t{0},
         [](std::uint64_t sum, const ChipletInfo& c) { return sum + c.hbm_total_bytes; });
@@ -265,11 +323,13 @@ CardInfo read_card(const DiscoveryOptions& options, const Sysfs& sys, const std:
     if (!card.identity_from_sysfs && !card.identity_from_kernel) {
         if (card.node_error && !card.suspended)
             throw *card.node_error;
+        std::string why = "the card's identity attributes are missing and the node ";
+        why += card.accel_node;
+        why += card.suspended ? " is not opened while the card is runtime-suspended"
+                              : " was not opened";
+        why += ": is rbln.ko older than librbln?";
         throw Error(Errc::NotFound, "discover", sys.resolve(dev + "/rbln").string(), 0,
-                    "the card's identity attributes are missing and the node " + card.accel_node +
-                        (card.suspended ? " is not opened while the card is runtime-suspended"
-                                        : " was not opened") +
-                        ": is rbln.ko older than librbln?");
+                    std::move(why));
     }
     return card;
 }

@@ -36,6 +36,7 @@ Family family_from_string(std::string_view text) noexcept;
 struct ChipletInfo {
     unsigned index = 0;
     std::uint64_t hbm_total_bytes = 0;
+    std::optional<std::int64_t> temperature_mc; ///< hwmon temp<2+index>_input
 };
 
 struct CardInfo {
@@ -56,13 +57,15 @@ struct CardInfo {
     unsigned fw_iface_minor = 0;
     std::string serial;
     std::string state; ///< driver's card state ("ready", ...), "unknown" if not exported
-    std::optional<std::array<std::uint8_t, 16>> uuid; ///< from GET_INFO only
+    std::optional<std::array<std::uint8_t, 16>> uuid; ///< rbln/uuid or GET_INFO
 
     std::string runtime_status; ///< device/power/runtime_status, "" if absent
     bool suspended = false;     ///< runtime_status == "suspended": nothing was woken
 
-    std::optional<std::int64_t> temperature_mc; ///< hwmon temp1_input (or GET_INFO)
-    std::optional<std::uint64_t> power_uw;      ///< hwmon power1_input (or GET_INFO)
+    /// hwmon temp1_input (or GET_INFO); unavailable if suspended or the
+    /// card does not answer (hwmon read fails with EIO/ENODATA).
+    std::optional<std::int64_t> temperature_mc;
+    std::optional<std::uint64_t> power_uw; ///< hwmon power1_input (or GET_INFO)
 
     bool identity_from_kernel = false; ///< GET_INFO answered
     bool identity_from_sysfs = false;  ///< all rbln/ sysfs identity attributes present

@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <fcntl.h>
 #include <optional>
 #include <string>
@@ -47,6 +48,7 @@ struct Options {
     bool version = false;
     bool list = false;
     bool json = false;
+    bool timing = false; // hidden: report the time rbln-smi itself took
     std::string root = "/";
     std::optional<std::string> control_block;
 };
@@ -75,6 +77,8 @@ Options parse(std::span<const std::string_view> args) {
             o.list = true;
         } else if (a == "-j" || a == "--json") {
             o.json = true;
+        } else if (a == "--debug-timing") {
+            o.timing = true;
         } else if (a == "--root" || a.starts_with("--root=")) {
             o.root = operand("--root");
             if (o.root.empty())
@@ -174,6 +178,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         if (o.control_block)
             return dump_control_block(o, out);
 
+        const auto t0 = std::chrono::steady_clock::now();
         DiscoveryOptions options;
         options.root = o.root;
         const Discovery d = discover(options);
@@ -191,6 +196,11 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             out << render_list(d);
         else
             out << render_table(d);
+        if (o.timing) {
+            const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - t0);
+            err << "rbln-smi: discovery and output took " << us.count() << " us\n";
+        }
         return kExitOk;
     } catch (const Error& e) {
         err << "rbln-smi: " << e.what() << "\n";

@@ -49,7 +49,7 @@ fs::path FakeSysfs::device_dir(const std::string& bdf) {
 }
 
 fs::path FakeSysfs::add_card(const CardSpec& s) {
-    const fs::path dev = device_dir(s.bdf);
+    fs::path dev = device_dir(s.bdf);
     const std::string accel = "accel" + std::to_string(s.minor);
     fs::create_directories(root_ / dev);
     fs::create_directories(root_ / "sys/bus/pci/drivers" / s.driver);

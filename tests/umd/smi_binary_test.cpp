@@ -40,6 +40,7 @@ std::string slurp(const std::filesystem::path& p) {
 Outcome run_smi(const std::filesystem::path& scratch, std::vector<std::string> args) {
     args.insert(args.begin(), RBLN_SMI_PATH);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args)
         argv.push_back(a.data());
     argv.push_back(nullptr);

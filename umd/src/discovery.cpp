@@ -224,7 +224,9 @@ template <typename T> std::optional<T> hwmon_value(const Sysfs& sys, const std::
 void read_hwmon(const Sysfs& sys, const std::string& dev, CardInfo& card) {
     const std::string hwmon = dev + "/hwmon";
     for (const auto& h : sys.list(hwmon, "hwmon")) {
-        const std::string dir = hwmon + "/" + h;
+        std::string dir = hwmon;
+        dir += '/';
+        dir += h;
         if (sys.read_optional(dir + "/name").value_or("") != "rbln")
             continue;
         card.temperature_mc = hwmon_value<std::int64_t>(sys, dir + "/temp1_input");

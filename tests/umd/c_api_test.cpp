@@ -11,6 +11,8 @@
 #include "fake_sysfs.hpp"
 #include "rbln/rbln.h"
 
+extern "C" int rbln_test_count_from_c(const char* root, char* serial);
+
 namespace rbln::test {
 namespace {
 
@@ -128,6 +130,19 @@ TEST_F(CApi, LastErrorMessageIsPerThread) {
     t.join();
     EXPECT_EQ(other, "");
     EXPECT_STRNE(rbln_last_error_message(), "");
+}
+
+TEST(CApiFromC, HeaderIsValidCAndWorksFromC) {
+    FakeSysfs fake;
+    char serial[32] = {};
+    EXPECT_EQ(rbln_test_count_from_c(fake.root().c_str(), serial), -RBLN_ERR_DRIVER_NOT_LOADED);
+    fake.load_driver();
+    CardSpec spec;
+    spec.serial = "FROM-C";
+    fake.add_card(spec);
+    EXPECT_EQ(rbln_test_count_from_c(fake.root().c_str(), serial), 1);
+    EXPECT_STREQ(serial, "FROM-C");
+    rbln_set_root(nullptr);
 }
 
 TEST(CApiVersion, VersionAndStatusNames) {

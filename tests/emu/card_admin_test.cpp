@@ -128,6 +128,7 @@ TEST_F(AdminRing, PhaseBitFlipsOnEveryWrapOverSeveralPasses) {
     }
     for (int batch = 0; batch < 6; batch++) {
         std::vector<std::uint32_t> seqs;
+        seqs.reserve(5);
         for (int i = 0; i < 5; i++)
             seqs.push_back(h.queue(FakeHost::request(RBLN_FW_OP_HEARTBEAT)));
         h.card.doorbell(RBLN_FW_DB_ADMIN);
@@ -140,6 +141,7 @@ TEST_F(AdminRing, PhaseBitFlipsOnEveryWrapOverSeveralPasses) {
 
 TEST_F(AdminRing, MergedDoorbellProcessesEverythingPending) {
     std::vector<std::uint32_t> seqs;
+    seqs.reserve(7);
     for (int i = 0; i < 7; i++) // a full ring: tail + 1 == head
         seqs.push_back(h.queue(FakeHost::request(RBLN_FW_OP_HEARTBEAT)));
     h.card.doorbell(RBLN_FW_DB_ADMIN); // one signal for seven requests
@@ -151,6 +153,7 @@ TEST_F(AdminRing, MergedDoorbellProcessesEverythingPending) {
 
 TEST_F(AdminRing, FullCompletionRingHoldsBackCompletionsUntilTheHostConsumes) {
     std::vector<std::uint32_t> seqs;
+    seqs.reserve(14);
     for (int i = 0; i < 7; i++)
         seqs.push_back(h.queue(FakeHost::request(RBLN_FW_OP_HEARTBEAT)));
     h.card.doorbell(RBLN_FW_DB_ADMIN);

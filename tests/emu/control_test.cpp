@@ -213,7 +213,7 @@ TEST_F(Control, UnknownCommandEmptyLineAndJunkGiveErrors) {
     EXPECT_TRUE(is_error(run("")));
     EXPECT_TRUE(is_error(run("   \t ")));
     EXPECT_TRUE(is_error(run("reboot")));
-    const std::string junk = run(std::string("\x01\xff\x7f stuff", 10));
+    const std::string junk = run(std::string("\x01\xff\x7f stuff", 9));
     EXPECT_TRUE(is_error(junk));
     for (char c : junk)
         EXPECT_TRUE(c >= ' ' && c <= '~') << static_cast<int>(c);

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -499,4 +500,26 @@ TEST(EndToEnd, LiveSocketOfAnotherEmulatorIsNotStolen) {
     EXPECT_NE(slurp(log2).find("in use"), std::string::npos) << slurp(log2);
     EXPECT_TRUE(fs::exists(emu.socket));
     EXPECT_EQ(ctl(emu.control, "status").status, 0);
+}
+
+TEST(EndToEnd, StaleSocketFileOfADeadRunIsReplaced) {
+    TempDir dir;
+    const std::string sock = dir.file("card0.sock");
+    {
+        // A socket file nobody listens on any more (a crashed run).
+        const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::memcpy(sa.sun_path, sock.c_str(), sock.size() + 1);
+        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)), 0);
+    }
+    ASSERT_TRUE(fs::exists(sock));
+    Child child({"--socket", sock, "--guest-ram", dir.file("ram"), "--guest-ram-size", "4M"},
+                dir.file("log"));
+    ASSERT_TRUE(wait_until([&] { return fs::exists(sock + ".ctl"); }, 5s))
+        << slurp(dir.file("log"));
+    EXPECT_EQ(ctl(sock + ".ctl", "status").status, 0);
+    child.signal(SIGINT);
+    EXPECT_EQ(child.wait(5s), 0);
+    EXPECT_FALSE(fs::exists(sock));
 }

@@ -109,8 +109,6 @@ int run_emulator(const Options& opt, Logger& log) {
     ControlServer control_server(opt.control_path, control, loop, log);
     const UniqueFd ticker = make_ticker();
 
-    bool had_client = false;
-    int status = 0;
     std::uint64_t client_token = 0;
 
     loop.add(sigfd.get(), EPOLLIN, [&](std::uint32_t) {
@@ -136,7 +134,6 @@ int run_emulator(const Options& opt, Logger& log) {
     loop.add(ivshmem.listen_fd(), EPOLLIN, [&](std::uint32_t) {
         if (!ivshmem.accept_client())
             return;
-        had_client = true;
         client_token = loop.add(ivshmem.client_fd(), EPOLLIN | EPOLLRDHUP, [&](std::uint32_t ev) {
             std::array<char, 256> buf{};
             const ssize_t n = ::read(ivshmem.client_fd(), buf.data(), buf.size());
@@ -163,10 +160,10 @@ int run_emulator(const Options& opt, Logger& log) {
              static_cast<unsigned long long>(ram.map().lowmem() >> 20), opt.vectors,
              opt.socket_path.c_str(), opt.control_path.c_str());
 
+    // Runs until QEMU leaves (after having come) or a signal.
     loop.run();
-    (void)had_client;
     server = nullptr;
-    return status;
+    return 0;
 }
 
 } // namespace rbln::emu

@@ -41,19 +41,13 @@ void Logger::set_prefix(std::string_view serial) {
     prefix_ += "]: ";
 }
 
-void Logger::vlog(LogLevel level, const char* fmt, va_list ap) {
-    if (!enabled(level))
-        return;
-    std::array<char, 1024> body{};
-    const int n = std::vsnprintf(body.data(), body.size(), fmt, ap);
-    if (n < 0)
-        return;
+void Logger::emit(LogLevel level, const char* body) {
     std::string line = prefix_;
     if (level == LogLevel::error)
         line += "error: ";
     else if (level == LogLevel::warn)
         line += "warning: ";
-    line += body.data();
+    line += body;
     if (sink_) {
         sink_(level, line);
         return;
@@ -64,12 +58,18 @@ void Logger::vlog(LogLevel level, const char* fmt, va_list ap) {
     (void)unused;
 }
 
+// Each level formats in place (va_start and vsnprintf in one frame).
 #define RBLN_EMU_LOG_FN(name, lvl)                                                                 \
     void Logger::name(const char* fmt, ...) {                                                      \
+        if (!enabled(lvl))                                                                         \
+            return;                                                                                \
+        std::array<char, 1024> body{};                                                             \
         va_list ap;                                                                                \
         va_start(ap, fmt);                                                                         \
-        vlog(lvl, fmt, ap);                                                                        \
+        const int n = std::vsnprintf(body.data(), body.size(), fmt, ap);                           \
         va_end(ap);                                                                                \
+        if (n >= 0)                                                                                \
+            emit(lvl, body.data());                                                                \
     }
 RBLN_EMU_LOG_FN(error, LogLevel::error)
 RBLN_EMU_LOG_FN(warn, LogLevel::warn)

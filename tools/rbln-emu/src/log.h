@@ -33,7 +33,7 @@ public:
     void debug(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 private:
-    void vlog(LogLevel level, const char* fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+    void emit(LogLevel level, const char* body);
 
     LogLevel level_;
     Sink sink_;

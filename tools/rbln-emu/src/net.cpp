@@ -72,7 +72,7 @@ bool has_listener(const std::string& path) {
 // shows a name other processes can compare against.
 std::string bind_path(const std::string& path) {
     std::error_code ec;
-    const std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
+    std::string abs = std::filesystem::absolute(path, ec).lexically_normal().string();
     if (ec || abs.size() >= sizeof(sockaddr_un{}.sun_path))
         return path;
     return abs;

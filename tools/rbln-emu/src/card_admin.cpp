@@ -177,6 +177,8 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
             t.chiplet[i].clock_mhz = c.clock_mhz;
             t.chiplet[i].mem_clock_mhz = c.mem_clock_mhz;
             t.chiplet[i].busy_ns = c.busy_ns;
+            // The card figure is its hottest sensor (firmware-iface).
+            t.temp_mc = std::max(t.temp_mc, c.temp_mc);
         }
         (void)ram_.write(req.data_addr, &t, sizeof(t));
         out.data_len = sizeof(t);

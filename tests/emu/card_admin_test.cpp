@@ -72,14 +72,14 @@ TEST_F(AdminRing, HeartbeatReturnsTheCounterAndUptime) {
     EXPECT_EQ(cpl.data_len, 0U);
 }
 
-TEST_F(AdminRing, GetTelemetryReportsDefaultsAndSetValues) {
+TEST_F(AdminRing, GetTelemetryReportsDefaultsAndSetValuesCardIsHottestSensor) {
     auto seq = h.submit(
         FakeHost::request(RBLN_FW_OP_GET_TELEMETRY, FakeHost::kData, sizeof(rbln_fw_telemetry)));
     auto cpl = expect_cpl(h, seq, RBLN_FW_ST_OK);
     EXPECT_EQ(cpl.data_len, sizeof(rbln_fw_telemetry));
     rbln_fw_telemetry t{};
     std::memcpy(&t, h.ram(FakeHost::kData), sizeof(t));
-    EXPECT_EQ(t.temp_mc, 45000);
+    EXPECT_EQ(t.temp_mc, 45500); // chiplet 3 (45500) is hotter than the board (45000)
     EXPECT_EQ(t.power_uw, 75000000U);
     EXPECT_EQ(t.chiplet_count, 4U);
     for (unsigned i = 0; i < 4; i++) {
@@ -96,7 +96,7 @@ TEST_F(AdminRing, GetTelemetryReportsDefaultsAndSetValues) {
     seq = h.submit(FakeHost::request(RBLN_FW_OP_GET_TELEMETRY, FakeHost::kData, 4096));
     (void)expect_cpl(h, seq, RBLN_FW_ST_OK);
     std::memcpy(&t, h.ram(FakeHost::kData), sizeof(t));
-    EXPECT_EQ(t.temp_mc, -5000);
+    EXPECT_EQ(t.temp_mc, 51000); // the board sensor says -5000, chiplet 2 is hottest
     EXPECT_EQ(t.power_uw, 1U);
     EXPECT_EQ(t.chiplet[2].temp_mc, 51000);
     EXPECT_EQ(t.chiplet[2].clock_mhz, 900U);

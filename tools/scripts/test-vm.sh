@@ -36,9 +36,10 @@ step "kselftests + rbln-smi, 2 ATOM cards" \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
-	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info"
+	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;
+	 rc=\$?; '$top/kernel/dkms-install.sh' --remove >/dev/null; exit \$rc"
 
 echo
-echo "VM tests: $pass passed, $fail failed"
+echo "vm-tests: $pass passed, $fail failed"
 for f in "${failed[@]}"; do echo "  failed: $f"; done
 [ "$fail" = 0 ]

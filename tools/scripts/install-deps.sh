@@ -2,11 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Installs what rbln needs from Debian's archive, and nothing else.
-# Idempotent: when everything is present it only resolves the kernel version
-# (no apt-get update, no install) and returns in well under 5 s.
+# Runs apt-get update first; idempotent: when everything is present it
+# installs nothing and returns in about 3 s.
 #
 #   KVER=6.12.NNN+deb12-amd64  pick the VM kernel instead of the newest
-#   RBLN_DEPS_FORCE_UPDATE=1   run apt-get update even if nothing is missing
 #
 # Prints the resolved kernel version on the last line of stdout
 # ("KVER=<ver>") and writes it to build/kver so make can pick it up.
@@ -50,9 +49,10 @@ if [ "$(id -u)" != 0 ]; then
 		log "missing packages (run as root to install): ${need[*]}"
 		exit 1
 	fi
+	updated=1	# nothing to install, and no right to update the lists
 fi
 
-[ "${RBLN_DEPS_FORCE_UPDATE:-0}" = 1 ] && apt_update
+apt_update
 
 mapfile -t need < <(missing "${pkgs[@]}")
 if [ -n "${need[0]:-}" ]; then
@@ -63,15 +63,12 @@ fi
 # --- the VM kernel -------------------------------------------------------
 # Newest linux-image-6.12.*+deb12-amd64-unsigned whose linux-headers exists.
 resolve_kver() {
-	apt-cache pkgnames linux-image-6.12. 2>/dev/null |
-		sed -n 's/^linux-image-\(6\.12\.[0-9]*+deb12-amd64\)-unsigned$/\1/p' |
-		sort -V -r |
-		while read -r v; do
-			if apt-cache show "linux-headers-$v" >/dev/null 2>&1; then
-				echo "$v"
-				break
-			fi
-		done
+	# One apt-cache call: the image names and the header names together.
+	apt-cache pkgnames linux- 2>/dev/null | awk '
+		/^linux-headers-6\.12\.[0-9]+\+deb12-amd64$/ { h[substr($0, 15)] = 1 }
+		/^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$/ {
+			v = substr($0, 13); sub(/-unsigned$/, "", v); img[v] = 1 }
+		END { for (v in img) if (v in h) print v }' | sort -V | tail -n 1
 }
 
 installed_kver() {
@@ -86,10 +83,6 @@ installed_kver() {
 kver=${KVER:-}
 if [ -z "$kver" ]; then
 	kver=$(resolve_kver)
-	if [ -z "$kver" ] && [ "$updated" = 0 ]; then
-		apt_update
-		kver=$(resolve_kver)
-	fi
 	if [ -z "$kver" ]; then
 		kver=$(installed_kver)
 	fi

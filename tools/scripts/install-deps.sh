@@ -16,8 +16,8 @@ mkdir -p "$top/build"
 
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       liburing-dev libdrm-dev libnuma-dev libgtest-dev libgmock-dev
-      libbenchmark-dev dkms sparse linux-source-6.12 g++ make bc flex bison
-      libelf-dev libssl-dev clang-format clang-tidy)
+      libbenchmark-dev dkms sparse linux-source-6.12
+      g++ make bc clang-format clang-tidy)	# build, the runner's arithmetic, lint
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

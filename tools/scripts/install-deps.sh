@@ -17,7 +17,7 @@ mkdir -p "$top/build"
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       liburing-dev libdrm-dev libnuma-dev libgtest-dev libgmock-dev
       libbenchmark-dev dkms sparse linux-source-6.12
-      g++ make bc clang-format clang-tidy)	# build, the runner's arithmetic, lint
+      g++ make bc python3 clang-format clang-tidy)	# build, runner, JSON check, lint
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

@@ -13,12 +13,18 @@
 
 #include <linux/types.h>
 #include "rbln_fw_ctrl.h"
+#include "rbln_fw_mmu.h"
 
 /* Admin opcodes (rbln_fw_admin_req.opcode). */
 #define RBLN_FW_OP_IDENTIFY		1	/* data <- struct rbln_fw_identify */
 #define RBLN_FW_OP_HEARTBEAT		2	/* result[0] = beat, [1] = uptime ns */
 #define RBLN_FW_OP_GET_TELEMETRY	3	/* data <- struct rbln_fw_telemetry */
 #define RBLN_FW_OP_RESET_CHIPLET	4	/* args[0] = chiplet index */
+/* Since firmware-iface 1.1 (MMU, see rbln_fw_mmu.h and its spec). */
+#define RBLN_FW_OP_VM_BIND		5	/* args: asid, root lo, root hi */
+#define RBLN_FW_OP_VM_UNBIND		6	/* args: asid */
+#define RBLN_FW_OP_TLB_INVALIDATE	7	/* args: asid, va lo/hi, size lo/hi */
+#define RBLN_FW_OP_DEBUG_ACCESS		8	/* args: asid, access, va lo/hi */
 
 /* Completion status (rbln_fw_admin_cpl.status). */
 #define RBLN_FW_ST_OK			0
@@ -28,6 +34,7 @@
 #define RBLN_FW_ST_BAD_ADDRESS		4	/* data buffer not in host RAM */
 #define RBLN_FW_ST_SHORT_BUFFER		5	/* data_len too small */
 #define RBLN_FW_ST_INTERNAL		6	/* firmware error */
+#define RBLN_FW_ST_MMU_FAULT		7	/* access faulted; result[0] = VA, [1] = reason */
 
 /* Record flags. */
 #define RBLN_FW_REC_PHASE		(1u << 0)
@@ -58,6 +65,7 @@ struct rbln_fw_admin_cpl {
 #define RBLN_FW_EV_STATE	4	/* data[0] = new RBLN_FW_STATE_* */
 #define RBLN_FW_EV_CHIPLET_RESET 5	/* chiplet reset done */
 #define RBLN_FW_EV_BAD_REQUEST	6	/* a request was malformed */
+#define RBLN_FW_EV_MMU_FAULT	7	/* code = RBLN_FW_MMU_*, data: asid, va, access, source */
 
 struct rbln_fw_event {
 	__u32 seq;		/* card's event counter */

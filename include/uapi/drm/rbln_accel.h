@@ -13,6 +13,17 @@
  *    much the caller knows about);
  *  - after the device is unplugged (unbind, rmmod, surprise removal)
  *    every ioctl on an open file returns -ENODEV.
+ *
+ * Memory.  Buffers are GEM objects: RBLN_BO_CREATE (host RAM or HBM of a
+ * chiplet) and RBLN_BO_USERPTR (pinned user pages) return a handle and
+ * the buffer's device VA; DRM_IOCTL_GEM_CLOSE frees a handle; mmap() at
+ * the offset RBLN_BO_INFO returns maps it for the CPU;
+ * DRM_IOCTL_PRIME_HANDLE_TO_FD / _FD_TO_HANDLE export and import dma-bufs
+ * (host and HBM buffers; an imported buffer gets a device VA in the
+ * importer's VM).  Each open file is its own device address space (VM);
+ * RBLN_INFO_VM describes it and its MMU faults, RBLN_INFO_MEM the card's
+ * memory.  A buffer the card still uses stays mapped until the card is
+ * done with it, even after its last handle is closed.
  */
 #ifndef _UAPI_RBLN_ACCEL_H_
 #define _UAPI_RBLN_ACCEL_H_
@@ -32,6 +43,8 @@ extern "C" {
 /* Query types for DRM_IOCTL_RBLN_GET_INFO. */
 #define RBLN_INFO_DEVICE	1	/* struct drm_rbln_info_device */
 #define RBLN_INFO_TELEMETRY	2	/* struct drm_rbln_info_telemetry */
+#define RBLN_INFO_MEM		3	/* struct drm_rbln_info_mem */
+#define RBLN_INFO_VM		4	/* struct drm_rbln_info_vm */
 
 /**
  * struct drm_rbln_get_info - an extensible query
@@ -125,10 +138,204 @@ struct drm_rbln_info_telemetry {
 	struct drm_rbln_chiplet_telemetry chiplet[RBLN_MAX_CHIPLETS];
 };
 
+/**
+ * struct drm_rbln_mem_chiplet - HBM figures of one chiplet
+ * @total_bytes: size of the chiplet's HBM that buffers can use.
+ * @used_bytes: bytes held by buffers of all clients.
+ * @free_bytes: @total_bytes - @used_bytes.
+ * @largest_free_bytes: the largest buffer that can be allocated on this
+ *	chiplet right now (the largest free block).
+ */
+struct drm_rbln_mem_chiplet {
+	__u64 total_bytes;
+	__u64 used_bytes;
+	__u64 free_bytes;
+	__u64 largest_free_bytes;
+};
+
+/**
+ * struct drm_rbln_info_mem - memory of the card (RBLN_INFO_MEM)
+ * @chiplet_count: valid entries of @chiplet.
+ * @pad: zero.
+ * @host_bytes: bytes of host buffers (RBLN_REGION_HOST) of all clients.
+ * @pinned_bytes: bytes of user memory pinned by RBLN_BO_USERPTR, all
+ *	clients.
+ * @chiplet: per-chiplet HBM figures.
+ *
+ * Device-wide figures, the same for every client.  A framework tells "one
+ * chiplet is full" (its @largest_free_bytes is small) from "the card is
+ * full" (all are).  Per-client figures are in fdinfo.
+ */
+struct drm_rbln_info_mem {
+	__u32 chiplet_count;
+	__u32 pad;
+	__u64 host_bytes;
+	__u64 pinned_bytes;
+	struct drm_rbln_mem_chiplet chiplet[RBLN_MAX_CHIPLETS];
+};
+
+/* drm_rbln_info_vm.flags */
+#define RBLN_VM_FAULTED		(1u << 0)	/* an access in this VM faulted */
+
+/* Access types of an MMU fault (drm_rbln_info_vm.fault_access). */
+#define RBLN_ACCESS_READ	1
+#define RBLN_ACCESS_WRITE	2
+
+/* MMU fault reasons (drm_rbln_info_vm.fault_reason). */
+#define RBLN_MMU_NOT_MAPPED	1	/* nothing mapped at the address */
+#define RBLN_MMU_NO_WRITE	2	/* write to a read-only mapping */
+#define RBLN_MMU_NO_READ	3	/* read of a write-only mapping */
+#define RBLN_MMU_BAD_ENTRY	4	/* malformed page table (driver bug) */
+#define RBLN_MMU_BAD_ADDRESS	5	/* mapping to memory the card lacks */
+#define RBLN_MMU_NO_VM		6	/* the address space was not bound */
+#define RBLN_MMU_BAD_VA		7	/* address beyond 48 bits */
+
+/**
+ * struct drm_rbln_info_vm - the caller's device address space (RBLN_INFO_VM)
+ * @asid: address-space id the card knows this VM by (1..4095).
+ * @flags: RBLN_VM_FAULTED once any access in this VM faulted; it stays set
+ *	for the life of the open file (a faulted context is not trusted
+ *	again; open the device anew).
+ * @va_start: first device VA buffers are placed at.
+ * @va_end: end (exclusive) of the VA range buffers are placed in.
+ * @mapped_bytes: bytes of buffers with a device VA in this VM.
+ * @fault_count: MMU faults of this VM.
+ * @fault_va: address of the first fault (0 if none).
+ * @fault_access: RBLN_ACCESS_* of the first fault.
+ * @fault_reason: RBLN_MMU_* of the first fault.
+ *
+ * Every open file of the device has its own VM: a device VA of one client
+ * means nothing in another, and an access there faults in the accessing
+ * client's VM only.
+ */
+struct drm_rbln_info_vm {
+	__u32 asid;
+	__u32 flags;
+	__u64 va_start;
+	__u64 va_end;
+	__u64 mapped_bytes;
+	__u64 fault_count;
+	__u64 fault_va;
+	__u32 fault_access;
+	__u32 fault_reason;
+};
+
+/* Regions (drm_rbln_bo_create.region, drm_rbln_bo_info.region). */
+#define RBLN_REGION_HOST	0	/* host RAM (GEM shmem), CPU cached */
+#define RBLN_REGION_HBM		1	/* HBM of drm_rbln_bo_create.chiplet */
+#define RBLN_REGION_AUTO	2	/* HBM, the driver picks the chiplet */
+#define RBLN_REGION_USERPTR	3	/* reported only: pinned user pages */
+#define RBLN_REGION_IMPORT	4	/* reported only: a foreign dma-buf */
+
+/* drm_rbln_bo_create.flags, drm_rbln_bo_info.flags_out */
+#define RBLN_BO_DEVICE_READ_ONLY (1u << 0)	/* the card may only read it */
+
+/**
+ * struct drm_rbln_bo_create - allocate a buffer (DRM_IOCTL_RBLN_BO_CREATE)
+ * @size: in: bytes (> 0); out: the size allocated, @size rounded up to
+ *	4 KiB (HBM: to 2 MiB if @size is at least 2 MiB, so the card can
+ *	use 2 MiB pages).
+ * @region: RBLN_REGION_HOST, RBLN_REGION_HBM or RBLN_REGION_AUTO.
+ * @chiplet: in: the chiplet for RBLN_REGION_HBM, 0 otherwise; out: the
+ *	chiplet the buffer was placed on (0 for host buffers).
+ * @flags: RBLN_BO_* flags.
+ * @handle: out: GEM handle (close with DRM_IOCTL_GEM_CLOSE).
+ * @pad: zero.
+ * @device_va: out: device VA of the buffer in the caller's VM.
+ *
+ * Host buffers get their pages on first use, by the CPU (mmap) or the card
+ * (then they are also DMA-mapped); their page-table entries are written
+ * at that first device use.  HBM buffers are taken from the chiplet's
+ * buddy allocator at once, zeroed, and mapped; the CPU maps them through
+ * the card's BAR, write-combined.  RBLN_REGION_AUTO places the buffer on
+ * the chiplet with the largest free block (the lowest index on a tie).
+ *
+ * Errors: -EINVAL (size 0 or overflowing when rounded, unknown region or
+ * flags, chiplet index not on the card or given with HOST/AUTO, pad),
+ * -E2BIG (larger than the chiplet's HBM: it can never fit), -ENOSPC (the
+ * chiplet, or for AUTO every chiplet, has no free block that large right
+ * now), -ENOMEM (host memory or device VA exhausted), -EIO (card not
+ * ready), -ENODEV.  On error nothing is allocated.
+ */
+struct drm_rbln_bo_create {
+	__u64 size;
+	__u32 region;
+	__u32 chiplet;
+	__u32 flags;
+	__u32 handle;
+	__u64 device_va;
+};
+
+/**
+ * struct drm_rbln_bo_info - describe a buffer (DRM_IOCTL_RBLN_BO_INFO)
+ * @handle: in: GEM handle of the caller.
+ * @flags: in: must be 0.
+ * @mmap_offset: out: offset to mmap() the buffer at on this file; 0 for
+ *	userptr buffers (the caller has the memory already).
+ * @size: out: bytes.
+ * @device_va: out: device VA in the caller's VM.
+ * @region: out: RBLN_REGION_HOST, _HBM, _USERPTR or _IMPORT.
+ * @chiplet: out: chiplet of an HBM buffer, else 0.
+ * @flags_out: out: RBLN_BO_* flags of the buffer.
+ * @pad: zero.
+ *
+ * Errors: -ENOENT (no such handle in this file: handles of other clients
+ * are not visible), -EINVAL (flags, pad), -ENODEV.
+ */
+struct drm_rbln_bo_info {
+	__u32 handle;
+	__u32 flags;
+	__u64 mmap_offset;
+	__u64 size;
+	__u64 device_va;
+	__u32 region;
+	__u32 chiplet;
+	__u32 flags_out;
+	__u32 pad;
+};
+
+/* drm_rbln_bo_userptr.flags */
+#define RBLN_USERPTR_READ_ONLY	(1u << 0)	/* pin for reading; card cannot write */
+
+/**
+ * struct drm_rbln_bo_userptr - pin user memory (DRM_IOCTL_RBLN_BO_USERPTR)
+ * @addr: in: page-aligned user address.
+ * @size: in: page-aligned bytes (> 0).
+ * @flags: in: RBLN_USERPTR_* flags.
+ * @handle: out: GEM handle.
+ * @device_va: out: device VA in the caller's VM.
+ *
+ * The pages are pinned (FOLL_LONGTERM, and FOLL_WRITE unless READ_ONLY)
+ * until the buffer is freed (its last handle closed, also at process
+ * exit) and charged to the caller's RLIMIT_MEMLOCK.  Userptr buffers can
+ * not be exported with PRIME.
+ *
+ * Errors: -EINVAL (address or size 0 or not page aligned, range wraps,
+ * unknown flags), -EFAULT (the range is not mapped in the caller's address
+ * space, or not writable without READ_ONLY), -ENOMEM (past RLIMIT_MEMLOCK
+ * without CAP_IPC_LOCK, or out of memory), -ENODEV.
+ */
+struct drm_rbln_bo_userptr {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 device_va;
+};
+
 #define DRM_RBLN_GET_INFO	0x00
+#define DRM_RBLN_BO_CREATE	0x01
+#define DRM_RBLN_BO_INFO	0x02
+#define DRM_RBLN_BO_USERPTR	0x03
 
 #define DRM_IOCTL_RBLN_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_GET_INFO, struct drm_rbln_get_info)
+#define DRM_IOCTL_RBLN_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_BO_CREATE, struct drm_rbln_bo_create)
+#define DRM_IOCTL_RBLN_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_BO_INFO, struct drm_rbln_bo_info)
+#define DRM_IOCTL_RBLN_BO_USERPTR \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_BO_USERPTR, struct drm_rbln_bo_userptr)
 
 #if defined(__cplusplus)
 }

@@ -132,4 +132,58 @@ static inline void __iomem *rbln_pcim_iomap_range(struct pci_dev *pdev, int bar,
 #endif
 }
 
+/*
+ * The buddy allocator: drm_buddy_* up to 6.12.y's move to the shared
+ * gpu_buddy_* (linux/gpu_buddy.h, built into the kernel).  rbln uses only
+ * the calls below, under its own lock.
+ */
+#ifdef HAVE_GPU_BUDDY
+#include <linux/gpu_buddy.h>
+#define rbln_buddy			gpu_buddy
+#define rbln_buddy_block		gpu_buddy_block
+#define rbln_buddy_init			gpu_buddy_init
+#define rbln_buddy_fini			gpu_buddy_fini
+#define rbln_buddy_alloc_blocks		gpu_buddy_alloc_blocks
+#define rbln_buddy_free_list		gpu_buddy_free_list
+#define rbln_buddy_block_offset		gpu_buddy_block_offset
+#define rbln_buddy_block_size		gpu_buddy_block_size
+#define RBLN_BUDDY_TREES		GPU_BUDDY_MAX_FREE_TREES
+#else
+#include <drm/drm_buddy.h>
+#define rbln_buddy			drm_buddy
+#define rbln_buddy_block		drm_buddy_block
+#define rbln_buddy_init			drm_buddy_init
+#define rbln_buddy_fini			drm_buddy_fini
+#define rbln_buddy_alloc_blocks		drm_buddy_alloc_blocks
+#define rbln_buddy_free_list		drm_buddy_free_list
+#define rbln_buddy_block_offset		drm_buddy_block_offset
+#define rbln_buddy_block_size		drm_buddy_block_size
+#define RBLN_BUDDY_TREES		DRM_BUDDY_MAX_FREE_TREES
+#endif
+
+/*
+ * Size of the largest free block (a fragmentation figure for telemetry).
+ * The allocator has no call for it, so this reads its free lists, which
+ * its header calls internal: the caller holds the lock that serialises
+ * every allocation and free.
+ */
+static inline u64 rbln_buddy_largest_free(struct rbln_buddy *mm)
+{
+	int order;
+
+	for (order = mm->max_order; order >= 0; order--) {
+#ifdef HAVE_BUDDY_FREE_TREES
+		unsigned int t;
+
+		for (t = 0; t < RBLN_BUDDY_TREES; t++)
+			if (!RB_EMPTY_ROOT(&mm->free_trees[t][order]))
+				return mm->chunk_size << order;
+#else
+		if (!list_empty(&mm->free_list[order]))
+			return mm->chunk_size << order;
+#endif
+	}
+	return 0;
+}
+
 #endif /* RBLN_COMPAT_H */

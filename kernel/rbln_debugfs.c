@@ -5,9 +5,30 @@
  *
  *   control_block  every field of the card's control block, decoded, and
  *                  the driver's view of the rings next to it.
+ *   vm_access      (0600, CAP_SYS_ADMIN) the card reads or writes bytes at
+ *                  a device VA of an address space, through its MMU
+ *                  (firmware-iface DEBUG_ACCESS), so tests can prove
+ *                  translation, permissions and faults without jobs.
+ *
+ * vm_access protocol: one request per write(), an ASCII header line and,
+ * for a write, the data in the same write():
+ *
+ *   "r <asid> <va> <len>\n"             read <len> bytes at <va>
+ *   "w <asid> <va> <len>\n" <len bytes>  write them
+ *
+ * Numbers in C notation (0x...), <len> 1..4096 (one card request: all or
+ * nothing).  write() returns its count, or -EINVAL (malformed), -EFAULT
+ * (the card's MMU faulted: no byte moved, the fault is recorded in the VM
+ * of <asid>), -EIO (the card did not answer), -ENODEV.  After a read
+ * request the next read() of the same open file returns the bytes.  The
+ * first access to a VM binds it on the card and maps its host buffers,
+ * as a job would.
  */
+#include <linux/capability.h>
+#include <linux/debugfs.h>
 #include <linux/io.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 #include <linux/slab.h>
 
 #include <drm/drm_debugfs.h>
@@ -99,8 +120,107 @@ static int rbln_debugfs_control_block(struct seq_file *m, void *data)
 	return 0;
 }
 
+struct rbln_vm_access {
+	struct rbln_device *rdev;
+	u32 len;		/* bytes of the last read request */
+	u8 buf[PAGE_SIZE];
+};
+
+static int rbln_vm_access_open(struct inode *inode, struct file *file)
+{
+	struct rbln_vm_access *st;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	st->rdev = inode->i_private;
+	file->private_data = st;
+	return nonseekable_open(inode, file);
+}
+
+static int rbln_vm_access_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
+				    size_t count, loff_t *ppos)
+{
+	struct rbln_vm_access *st = file->private_data;
+	struct rbln_device *rdev = st->rdev;
+	char hdr[96], op, *nl;
+	size_t hlen, n;
+	struct rbln_vm *vm;
+	u32 asid, len;
+	u64 va;
+	int ret;
+
+	n = min(count, sizeof(hdr) - 1);
+	if (copy_from_user(hdr, ubuf, n))
+		return -EFAULT;
+	hdr[n] = '\0';
+	nl = strchr(hdr, '\n');
+	if (!nl)
+		return -EINVAL;
+	*nl = '\0';
+	hlen = nl - hdr + 1;
+	if (sscanf(hdr, "%c %u %lli %u", &op, &asid, &va, &len) != 4 ||
+	    (op != 'r' && op != 'w') || !len || len > PAGE_SIZE)
+		return -EINVAL;
+	if (op == 'w') {
+		if (count != hlen + len)
+			return -EINVAL;
+		if (copy_from_user(st->buf, ubuf + hlen, len))
+			return -EFAULT;
+	} else if (count != hlen) {
+		return -EINVAL;
+	}
+	st->len = 0;
+
+	/* vm_debug_lock keeps the VM from going away under the access. */
+	mutex_lock(&rdev->vm_debug_lock);
+	vm = xa_load(&rdev->vms, asid);
+	ret = vm ? rbln_vm_prepare(vm, va, len) : 0;
+	if (!ret)
+		ret = rbln_fw_debug_access(rdev, asid, op == 'w', va, st->buf, len);
+	mutex_unlock(&rdev->vm_debug_lock);
+	if (ret == -EFAULT)
+		/* The card posts the fault event before the completion. */
+		rbln_fw_process_events(rdev);
+	if (ret)
+		return ret;
+	if (op == 'r')
+		st->len = len;
+	return count;
+}
+
+static ssize_t rbln_vm_access_read(struct file *file, char __user *ubuf,
+				   size_t count, loff_t *ppos)
+{
+	struct rbln_vm_access *st = file->private_data;
+	size_t n = min_t(size_t, count, st->len);
+
+	if (copy_to_user(ubuf, st->buf, n))
+		return -EFAULT;
+	st->len = 0;
+	return n;
+}
+
+static const struct file_operations rbln_vm_access_fops = {
+	.owner = THIS_MODULE,
+	.open = rbln_vm_access_open,
+	.release = rbln_vm_access_release,
+	.write = rbln_vm_access_write,
+	.read = rbln_vm_access_read,
+};
+
 void rbln_debugfs_init(struct rbln_device *rdev)
 {
+	debugfs_create_file("vm_access", 0600, rdev->drm.debugfs_root, rdev,
+			    &rbln_vm_access_fops);
 	drm_debugfs_add_file(&rdev->drm, "control_block",
 			     rbln_debugfs_control_block, NULL);
 }

@@ -11,6 +11,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/dmapool.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -206,19 +207,56 @@ static const struct file_operations rbln_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
-	.show_fdinfo = drm_show_fdinfo,
+	.show_fdinfo = drm_show_fdinfo,	/* calls rbln_show_fdinfo() */
 	RBLN_FOP_FLAGS
 };
 
 static const struct drm_ioctl_desc rbln_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(RBLN_GET_INFO, rbln_ioctl_get_info, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_BO_CREATE, rbln_ioctl_bo_create, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_BO_INFO, rbln_ioctl_bo_info, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_BO_USERPTR, rbln_ioctl_bo_userptr, 0),
 };
+
+/* Every open file is a client with its own device address space. */
+static int rbln_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct rbln_file *rf;
+	int ret;
+
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	if (!rf)
+		return -ENOMEM;
+	rf->rdev = to_rbln(drm);
+	ret = rbln_vm_init(rf->rdev, &rf->vm);
+	if (ret) {
+		kfree(rf);
+		return ret;
+	}
+	file->driver_priv = rf;
+	return 0;
+}
+
+/* After the DRM core closed every handle of the file. */
+static void rbln_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct rbln_file *rf = to_rbln_file(file);
+
+	rbln_vm_fini(&rf->vm);
+	kfree(rf);
+}
 
 static const struct drm_driver rbln_drm_driver = {
 	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
 	.fops = &rbln_fops,
 	.ioctls = rbln_ioctls,
 	.num_ioctls = ARRAY_SIZE(rbln_ioctls),
+	.open = rbln_open,
+	.postclose = rbln_postclose,
+	.show_fdinfo = rbln_show_fdinfo,
+	.gem_create_object = rbln_gem_create_object,
+	.gem_prime_import = rbln_gem_prime_import,
+	.gem_prime_import_sg_table = rbln_gem_prime_import_sg_table,
 	.name = RBLN_DRIVER_NAME,
 	.desc = RBLN_DRIVER_DESC,
 	RBLN_DRM_DRIVER_DATE
@@ -226,6 +264,29 @@ static const struct drm_driver rbln_drm_driver = {
 	.minor = RBLN_DRIVER_MINOR,
 	.patchlevel = RBLN_DRIVER_PATCHLEVEL,
 };
+
+static void rbln_pt_pool_fini(struct drm_device *drm, void *arg)
+{
+	dma_pool_destroy(to_rbln(drm)->pt_pool);
+}
+
+/*
+ * Memory: HBM allocators and the page-table pool.  Both live as long as
+ * the drm_device (open files may outlive the PCI binding), not the bind.
+ */
+static int rbln_mem_init(struct rbln_device *rdev)
+{
+	int ret;
+
+	rdev->pt_pool = dma_pool_create("rbln-pt", &rdev->pdev->dev,
+					RBLN_FW_PAGE_SIZE, RBLN_FW_PAGE_SIZE, 0);
+	if (!rdev->pt_pool)
+		return -ENOMEM;
+	ret = drmm_add_action_or_reset(&rdev->drm, rbln_pt_pool_fini, NULL);
+	if (ret)
+		return ret;
+	return rbln_hbm_init(rdev);
+}
 
 static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 {
@@ -252,6 +313,13 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = drmm_mutex_init(&rdev->drm, &rdev->telem_lock);
 	if (ret)
 		return ret;
+	ret = drmm_mutex_init(&rdev->drm, &rdev->vm_debug_lock);
+	if (ret)
+		return ret;
+	xa_init_flags(&rdev->vms, XA_FLAGS_ALLOC1);
+	atomic64_set(&rdev->host_bytes, 0);
+	atomic64_set(&rdev->pinned_bytes, 0);
+	atomic64_set(&rdev->mmu_faults, 0);
 
 	ret = rbln_pci_map(rdev);
 	if (ret)
@@ -265,6 +333,9 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = rbln_fw_init(rdev);
 	if (ret)
 		return ret;
+	ret = rbln_mem_init(rdev);
+	if (ret)
+		goto err_fw;
 	ret = rbln_sysfs_init(rdev);
 	if (ret)
 		goto err_fw;

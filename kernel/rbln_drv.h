@@ -15,8 +15,17 @@
 #include <linux/types.h>
 #include <linux/wait.h>
 
+#include <linux/dmapool.h>
+#include <linux/xarray.h>
+
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+
+#include <drm/rbln_accel.h>
+
+#include "rbln_compat.h"
 
 #include "rbln_fw_admin.h"
 #include "rbln_fw_ctrl.h"
@@ -27,10 +36,13 @@
 
 #define RBLN_DRIVER_NAME	"rbln"
 #define RBLN_DRIVER_DESC	"DRM accel driver for rbln NPU cards"
-#define RBLN_DRIVER_VERSION	"0.1.0"
+#define RBLN_DRIVER_VERSION	"0.2.0"
 #define RBLN_DRIVER_MAJOR	0
-#define RBLN_DRIVER_MINOR	1
+#define RBLN_DRIVER_MINOR	2
 #define RBLN_DRIVER_PATCHLEVEL	0
+
+/* Oldest firmware-iface minor the driver can use (1.1: the MMU). */
+#define RBLN_FW_IFACE_MINOR_MIN	1
 
 /* PCI BARs of the card (the ivshmem-doorbell layout). */
 #define RBLN_BAR_REGS		0
@@ -88,6 +100,102 @@ struct rbln_ring {
 
 struct rbln_sysfs_node;
 
+/* One chiplet's HBM (rbln_hbm.c). */
+struct rbln_hbm {
+	struct mutex lock;		/* serialises the buddy allocator */
+	struct rbln_buddy mm;		/* offsets relative to the region */
+	u64 bar_offset;			/* region start in BAR2 (card address) */
+	u64 size;
+	bool ready;
+};
+
+/*
+ * Device VA layout of every VM: nothing below 4 GiB (catches small and
+ * NULL-based addresses), 48-bit addresses above.
+ */
+#define RBLN_VA_START		(1ull << 32)
+#define RBLN_VA_END		(1ull << RBLN_FW_VA_BITS)
+
+struct rbln_pt;
+
+/* A client's device address space (rbln_vm.c, rbln_mmu.c). */
+struct rbln_vm {
+	struct rbln_device *rdev;
+	struct mutex lock;		/* mm, page tables, bound */
+	struct drm_mm mm;		/* VA allocator */
+	struct rbln_pt *root;
+	u32 asid;
+	bool bound;			/* the card knows the root */
+	u64 mapped_bytes;
+
+	/* MMU faults, under fault_lock (the event thread writes them) */
+	spinlock_t fault_lock;
+	u32 flags;			/* RBLN_VM_* of the uAPI */
+	u64 fault_count;
+	u64 fault_va;
+	u32 fault_access;
+	u32 fault_reason;
+};
+
+/* Per open file. */
+struct rbln_file {
+	struct rbln_device *rdev;
+	struct rbln_vm vm;
+};
+
+static inline struct rbln_file *to_rbln_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+enum rbln_bo_kind {
+	RBLN_BO_KIND_HOST,	/* GEM shmem */
+	RBLN_BO_KIND_HBM,	/* buddy blocks of one chiplet */
+	RBLN_BO_KIND_USERPTR,	/* pinned user pages */
+	RBLN_BO_KIND_IMPORT,	/* a foreign dma-buf's sg_table */
+};
+
+/*
+ * A buffer object.  Every kind embeds the shmem object so that one type
+ * covers all of them; only host buffers use its shmem part.
+ */
+struct rbln_bo {
+	struct drm_gem_shmem_object shmem;
+	enum rbln_bo_kind kind;
+	u32 flags;			/* RBLN_BO_* of the uAPI */
+	u32 chiplet;			/* HBM */
+
+	struct mutex lock;		/* vmas, dev_sgt */
+	struct list_head vmas;		/* struct rbln_vma, one per VM */
+	struct sg_table *dev_sgt;	/* DMA addresses for the card */
+
+	struct list_head blocks;	/* HBM: buddy blocks */
+
+	/* userptr */
+	struct page **pages;
+	unsigned long npages;
+	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
+	struct sg_table *pin_sgt;
+
+	/* import */
+	struct sg_table *import_sgt;
+};
+
+static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct rbln_bo, shmem.base);
+}
+
+/* A buffer's place in one VM. */
+struct rbln_vma {
+	struct list_head bo_link;	/* in rbln_bo.vmas */
+	struct rbln_bo *bo;
+	struct rbln_vm *vm;
+	struct drm_mm_node node;	/* VA range, under vm->lock */
+	unsigned int handles;		/* handles of this VM's file */
+	bool mapped;			/* page-table entries written */
+};
+
 struct rbln_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
@@ -140,6 +248,18 @@ struct rbln_device {
 	bool telem_valid;
 	struct rbln_fw_telemetry telem;
 
+	/* memory (rbln_hbm.c, rbln_vm.c, rbln_gem.c, rbln_userptr.c) */
+	struct rbln_hbm hbm[RBLN_FW_MAX_CHIPLETS];
+	void __iomem *hbm_wc;		/* all HBM apertures, write-combined */
+	u64 hbm_wc_start;		/* BAR offset hbm_wc maps */
+	resource_size_t bar_phys;	/* bus address of BAR2 */
+	struct dma_pool *pt_pool;	/* page-table pages */
+	struct xarray vms;		/* asid -> struct rbln_vm */
+	struct mutex vm_debug_lock;	/* debug access vs. VM teardown */
+	atomic64_t host_bytes;
+	atomic64_t pinned_bytes;
+	atomic64_t mmu_faults;
+
 	/* sysfs (rbln_sysfs.c) */
 	struct rbln_sysfs_node *sysfs_card;
 	struct rbln_sysfs_node *sysfs_chiplet[RBLN_FW_MAX_CHIPLETS];
@@ -161,6 +281,12 @@ static inline u32 rbln_ctrl_rd32(struct rbln_device *rdev, size_t off)
 static inline void rbln_ctrl_wr32(struct rbln_device *rdev, size_t off, u32 val)
 {
 	iowrite32(val, rdev->ctrl + off);
+}
+
+/* Kernel pointer to BAR2 offset @off inside the HBM apertures. */
+static inline void __iomem *rbln_hbm_io(struct rbln_device *rdev, u64 off)
+{
+	return rdev->hbm_wc + (off - rdev->hbm_wc_start);
 }
 
 /* rbln_drv.c */
@@ -197,5 +323,69 @@ int rbln_telemetry_cached(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
 
 /* rbln_debugfs.c */
 void rbln_debugfs_init(struct rbln_device *rdev);
+
+/* rbln_fw.c: memory-management requests */
+int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root);
+int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid);
+int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size);
+int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
+			 u64 va, void *buf, u32 len);
+
+/* rbln_hbm.c */
+int rbln_hbm_init(struct rbln_device *rdev);
+int rbln_hbm_alloc(struct rbln_device *rdev, u32 chiplet, u64 size,
+		   struct list_head *blocks);
+void rbln_hbm_free(struct rbln_device *rdev, u32 chiplet,
+		   struct list_head *blocks);
+int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet);
+void rbln_hbm_stats(struct rbln_device *rdev, u32 chiplet, u64 *used,
+		    u64 *largest_free);
+
+/* rbln_mmu.c */
+struct rbln_pt *rbln_pt_alloc(struct rbln_device *rdev);
+void rbln_pt_free_tree(struct rbln_device *rdev, struct rbln_pt *root);
+dma_addr_t rbln_pt_dma(struct rbln_pt *pt);
+int rbln_pt_map(struct rbln_vm *vm, u64 va, u64 addr, u64 len, u64 pte_flags);
+void rbln_pt_unmap(struct rbln_vm *vm, u64 va, u64 len);
+
+/* rbln_vm.c */
+int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm);
+void rbln_vm_fini(struct rbln_vm *vm);
+int rbln_vm_bind_locked(struct rbln_vm *vm);
+int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len);
+void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
+		       u32 access, u32 reason);
+int rbln_vma_add(struct rbln_bo *bo, struct rbln_vm *vm);
+void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm);
+struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm);
+int rbln_vma_populate(struct rbln_vma *vma);
+
+/* rbln_gem.c */
+extern const struct drm_gem_object_funcs rbln_host_funcs;
+struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
+					      size_t size);
+struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
+					     struct dma_buf *dma_buf);
+struct drm_gem_object *
+rbln_gem_prime_import_sg_table(struct drm_device *drm,
+			       struct dma_buf_attachment *attach,
+			       struct sg_table *sgt);
+struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
+			      enum rbln_bo_kind kind,
+			      const struct drm_gem_object_funcs *funcs);
+int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
+		    u64 *va);
+struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo);
+int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
+			 struct drm_file *file);
+int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+
+/* rbln_userptr.c */
+int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
+			  struct drm_file *file);
+
+/* rbln_fdinfo.c */
+void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file);
 
 #endif /* RBLN_DRV_H */

@@ -60,6 +60,7 @@ struct rbln_admin_cmd {
 	u32 args[10];
 	void *data;		/* answer buffer, or NULL */
 	u32 data_size;		/* bytes offered to the card (<= PAGE_SIZE) */
+	const void *in;		/* if set: data_size bytes the card reads */
 	/* out */
 	u32 data_len;		/* bytes the card wrote */
 	u64 result[6];
@@ -100,6 +101,8 @@ static const char *rbln_fw_status_name(u16 status)
 		return "short buffer";
 	case RBLN_FW_ST_INTERNAL:
 		return "firmware internal error";
+	case RBLN_FW_ST_MMU_FAULT:
+		return "MMU fault";
 	default:
 		return "unknown status";
 	}
@@ -193,6 +196,11 @@ int rbln_fw_check_identity(struct rbln_device *rdev)
 	if (major != RBLN_FW_IFACE_MAJOR) {
 		dev_info(dev, "firmware-iface %u.%u not supported (driver speaks %u.x)\n",
 			 major, minor, RBLN_FW_IFACE_MAJOR);
+		return -ENODEV;
+	}
+	if (minor < RBLN_FW_IFACE_MINOR_MIN) {
+		dev_info(dev, "firmware-iface %u.%u not supported: the driver needs %u.%u or later (device MMU)\n",
+			 major, minor, RBLN_FW_IFACE_MAJOR, RBLN_FW_IFACE_MINOR_MIN);
 		return -ENODEV;
 	}
 
@@ -480,6 +488,8 @@ static int rbln_admin_status_errno(u16 status)
 	case RBLN_FW_ST_BAD_FIELD:
 	case RBLN_FW_ST_BAD_ARG:
 		return -EINVAL;
+	case RBLN_FW_ST_MMU_FAULT:
+		return -EFAULT;
 	default:
 		return -EIO;
 	}
@@ -548,7 +558,10 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 	req->opcode = cmd->opcode;
 	req->seq = seq;
 	if (cmd->data_size) {
-		memset(rdev->admin_buf, 0, cmd->data_size);
+		if (cmd->in)
+			memcpy(rdev->admin_buf, cmd->in, cmd->data_size);
+		else
+			memset(rdev->admin_buf, 0, cmd->data_size);
 		req->data_addr = rdev->admin_buf_dma;
 		req->data_len = cmd->data_size;
 	}
@@ -582,6 +595,9 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 	}
 
 	ret = rbln_admin_status_errno(cpl.status);
+	memcpy(cmd->result, cpl.result, sizeof(cmd->result));
+	if (cpl.status == RBLN_FW_ST_MMU_FAULT)
+		return ret;	/* reported by the MMU fault event */
 	if (ret) {
 		drm_err_ratelimited(&rdev->drm, "admin opcode %u failed: status %u (%s)\n",
 				    cmd->opcode, cpl.status,
@@ -595,12 +611,11 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 		return -EIO;
 	}
 	cmd->data_len = cpl.data_len;
-	if (cpl.data_len) {
+	if (cpl.data_len && !cmd->in) {
 		/* The card wrote the data before it wrote the completion. */
 		dma_rmb();
 		memcpy(cmd->data, rdev->admin_buf, cpl.data_len);
 	}
-	memcpy(cmd->result, cpl.result, sizeof(cmd->result));
 	return 0;
 }
 
@@ -640,6 +655,70 @@ int rbln_fw_get_telemetry(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
 		return -EIO;
 	}
 	t->chiplet_count = min(t->chiplet_count, rdev->id.chiplet_count);
+	return 0;
+}
+
+/* ---- memory management (rbln_fw_mmu.md) -------------------------------- */
+
+int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_VM_BIND,
+		.args = { asid, lower_32_bits(root), upper_32_bits(root) },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
+int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_VM_UNBIND,
+		.args = { asid },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
+/* size 0: the whole address space. */
+int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_TLB_INVALIDATE,
+		.args = { asid, lower_32_bits(va), upper_32_bits(va),
+			  lower_32_bits(size), upper_32_bits(size) },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
+/*
+ * The card reads or writes @len (1..PAGE_SIZE) bytes at @va of @asid.
+ * -EFAULT if its MMU faulted (no byte moved; the fault event follows).
+ */
+int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
+			 u64 va, void *buf, u32 len)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_DEBUG_ACCESS,
+		.args = { asid, write ? RBLN_FW_ACCESS_WRITE : RBLN_FW_ACCESS_READ,
+			  lower_32_bits(va), upper_32_bits(va) },
+		.data = buf,
+		.data_size = len,
+		.in = write ? buf : NULL,
+	};
+	int ret;
+
+	if (!len || len > PAGE_SIZE)
+		return -EINVAL;
+	ret = rbln_admin_exec(rdev, &cmd);
+	if (ret)
+		return ret;
+	if (!write && cmd.data_len != len) {
+		drm_err_ratelimited(&rdev->drm, "DEBUG_ACCESS read %u of %u bytes\n",
+				    cmd.data_len, len);
+		return -EIO;
+	}
 	return 0;
 }
 
@@ -754,6 +833,10 @@ static void rbln_fw_handle_event(struct rbln_device *rdev,
 		break;
 	case RBLN_FW_EV_CHIPLET_RESET:
 		drm_info(&rdev->drm, "chiplet %u was reset\n", ev->chiplet);
+		break;
+	case RBLN_FW_EV_MMU_FAULT:
+		rbln_vm_mmu_fault(rdev, (u32)ev->data[0], ev->data[1],
+				  (u32)ev->data[2], ev->code);
 		break;
 	case RBLN_FW_EV_BAD_REQUEST:
 		drm_err_ratelimited(&rdev->drm,

@@ -67,6 +67,39 @@ static int rbln_info_telemetry(struct rbln_device *rdev,
 	return 0;
 }
 
+static void rbln_info_mem(struct rbln_device *rdev, struct drm_rbln_info_mem *m)
+{
+	unsigned int i;
+
+	m->chiplet_count = rdev->id.chiplet_count;
+	m->host_bytes = atomic64_read(&rdev->host_bytes);
+	m->pinned_bytes = atomic64_read(&rdev->pinned_bytes);
+	for (i = 0; i < rdev->id.chiplet_count; i++) {
+		struct drm_rbln_mem_chiplet *c = &m->chiplet[i];
+
+		rbln_hbm_stats(rdev, i, &c->used_bytes, &c->largest_free_bytes);
+		c->total_bytes = rdev->hbm[i].size;
+		c->free_bytes = c->total_bytes - c->used_bytes;
+	}
+}
+
+static void rbln_info_vm(struct rbln_vm *vm, struct drm_rbln_info_vm *v)
+{
+	v->asid = vm->asid;
+	v->va_start = RBLN_VA_START;
+	v->va_end = RBLN_VA_END;
+	mutex_lock(&vm->lock);
+	v->mapped_bytes = vm->mapped_bytes;
+	mutex_unlock(&vm->lock);
+	spin_lock(&vm->fault_lock);
+	v->flags = vm->flags;
+	v->fault_count = vm->fault_count;
+	v->fault_va = vm->fault_va;
+	v->fault_access = vm->fault_access;
+	v->fault_reason = vm->fault_reason;
+	spin_unlock(&vm->fault_lock);
+}
+
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 			struct drm_file *file)
 {
@@ -75,6 +108,8 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 	union {
 		struct drm_rbln_info_device device;
 		struct drm_rbln_info_telemetry telemetry;
+		struct drm_rbln_info_mem mem;
+		struct drm_rbln_info_vm vm;
 	} answer;
 	u32 full;
 	int ret;
@@ -87,6 +122,12 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 		break;
 	case RBLN_INFO_TELEMETRY:
 		full = sizeof(answer.telemetry);
+		break;
+	case RBLN_INFO_MEM:
+		full = sizeof(answer.mem);
+		break;
+	case RBLN_INFO_VM:
+		full = sizeof(answer.vm);
 		break;
 	default:
 		return -EINVAL;
@@ -101,12 +142,21 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 		return -EFAULT;
 
 	memset(&answer, 0, sizeof(answer));
-	if (args->type == RBLN_INFO_DEVICE) {
+	switch (args->type) {
+	case RBLN_INFO_DEVICE:
 		rbln_info_device(rdev, &answer.device);
-	} else {
+		break;
+	case RBLN_INFO_TELEMETRY:
 		ret = rbln_info_telemetry(rdev, &answer.telemetry);
 		if (ret)
 			return ret;
+		break;
+	case RBLN_INFO_MEM:
+		rbln_info_mem(rdev, &answer.mem);
+		break;
+	case RBLN_INFO_VM:
+		rbln_info_vm(&to_rbln_file(file)->vm, &answer.vm);
+		break;
 	}
 
 	if (copy_to_user(u64_to_user_ptr(args->ptr), &answer,

@@ -202,9 +202,40 @@ static struct kobj_attribute rbln_attr_index = __ATTR_RO(index);
 static struct kobj_attribute rbln_attr_chiplet_hbm_total_bytes =
 	__ATTR(hbm_total_bytes, 0444, chiplet_hbm_total_bytes_show, NULL);
 
+/* hbm_used_bytes: bytes of this chiplet's HBM held by buffers, all clients. */
+static ssize_t hbm_used_bytes_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct rbln_sysfs_node *node = to_node(kobj);
+	u64 used, largest;
+
+	rbln_hbm_stats(node->rdev, node->chiplet, &used, &largest);
+	return sysfs_emit(buf, "%llu\n", used);
+}
+
+/*
+ * hbm_largest_free_bytes: the largest contiguous free block, in bytes (a
+ * fragmentation figure: buffers need not be contiguous).
+ */
+static ssize_t hbm_largest_free_bytes_show(struct kobject *kobj,
+					   struct kobj_attribute *attr, char *buf)
+{
+	struct rbln_sysfs_node *node = to_node(kobj);
+	u64 used, largest;
+
+	rbln_hbm_stats(node->rdev, node->chiplet, &used, &largest);
+	return sysfs_emit(buf, "%llu\n", largest);
+}
+
+static struct kobj_attribute rbln_attr_hbm_used_bytes = __ATTR_RO(hbm_used_bytes);
+static struct kobj_attribute rbln_attr_hbm_largest_free_bytes =
+	__ATTR_RO(hbm_largest_free_bytes);
+
 static struct attribute *rbln_chiplet_attrs[] = {
 	&rbln_attr_index.attr,
 	&rbln_attr_chiplet_hbm_total_bytes.attr,
+	&rbln_attr_hbm_used_bytes.attr,
+	&rbln_attr_hbm_largest_free_bytes.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(rbln_chiplet);

@@ -66,6 +66,10 @@ y | m) ;;
 esac
 [ "$(conf_val PCI_MSI)" = y ] ||
 	die "target kernel $kver has no MSI/MSI-X support (CONFIG_PCI_MSI); the rbln card signals only by MSI-X"
+[ "$(conf_val DRM_GEM_SHMEM_HELPER)" != n ] ||
+	die "target kernel $kver has no GEM shmem helpers (CONFIG_DRM_GEM_SHMEM_HELPER); rbln's host buffers are GEM shmem objects"
+[ "$(conf_val GPU_BUDDY)" = y ] || [ "$(conf_val DRM_BUDDY)" != n ] ||
+	die "target kernel $kver has no buddy allocator (CONFIG_GPU_BUDDY or CONFIG_DRM_BUDDY); rbln manages each chiplet's HBM with it"
 [ "$(conf_val HWMON)" != n ] ||
 	die "target kernel $kver has no hwmon (CONFIG_HWMON); rbln reports temperature and power through it"
 
@@ -126,6 +130,16 @@ struct_has DRM_DRIVER_SHOW_FDINFO drm/drm_drv.h drm_driver 'show_fdinfo\)'
 have DRM_DEBUGFS_ADD_FILE drm/drm_debugfs.h 'void drm_debugfs_add_file\('
 # 6.11: sysfs group visibility may hide a whole named group.
 have SYSFS_GROUP_INVISIBLE linux/sysfs.h 'SYSFS_GROUP_INVISIBLE'
+
+# 6.12.y stable (and 6.19): drm_buddy became the shared gpu_buddy
+# (linux/gpu_buddy.h, gpu_buddy_* in vmlinux).
+have GPU_BUDDY linux/gpu_buddy.h 'int gpu_buddy_init\('
+# Free blocks kept in per-order rb-trees (free_trees) rather than lists.
+if [ -r "$inc/linux/gpu_buddy.h" ]; then
+	struct_has BUDDY_FREE_TREES linux/gpu_buddy.h gpu_buddy 'free_trees;'
+else
+	struct_has BUDDY_FREE_TREES drm/drm_buddy.h drm_buddy 'free_trees;'
+fi
 
 tmp=$(mktemp "${out}.XXXXXX")
 trap 'rm -f "$tmp"' EXIT

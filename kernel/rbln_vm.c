@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln: one device address space (VM) per open file.
+ *
+ * A VM is an ASID, a page-table root and a drm_mm of device VAs.  Every
+ * buffer that gets a handle in a file gets a place (struct rbln_vma) in
+ * that file's VM, through the GEM open/close callbacks: created buffers,
+ * userptr buffers and imported dma-bufs alike.
+ *
+ * When the page-table entries are written:
+ *  - HBM, userptr and imported buffers: when the handle is created (their
+ *    memory exists already);
+ *  - host buffers: at their first device use (rbln_vm_prepare(): a job
+ *    that names the buffer, or the debug access), when their shmem pages
+ *    are allocated and DMA-mapped.
+ *
+ * The card learns about a VM (VM_BIND) only at its first device use too:
+ * until then page-table changes need no TLB invalidation, so creating and
+ * freeing buffers in a VM the card never used costs no card round trip.
+ *
+ * Lock order: bo->lock, then vm->lock.
+ */
+#include <linux/dma-resv.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+
+#include <drm/drm_print.h>
+
+#include "rbln_drv.h"
+
+int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
+{
+	int ret;
+
+	vm->rdev = rdev;
+	mutex_init(&vm->lock);
+	spin_lock_init(&vm->fault_lock);
+	drm_mm_init(&vm->mm, RBLN_VA_START, RBLN_VA_END - RBLN_VA_START);
+	vm->root = rbln_pt_alloc(rdev);
+	if (!vm->root) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = xa_alloc(&rdev->vms, &vm->asid, vm,
+		       XA_LIMIT(1, RBLN_FW_MAX_ASID - 1), GFP_KERNEL);
+	if (ret) {
+		if (ret == -EBUSY) {
+			dev_warn_ratelimited(rdev->drm.dev,
+					     "all %u device address spaces are in use (one per open file)\n",
+					     RBLN_FW_MAX_ASID - 1);
+			ret = -ENOSPC;
+		}
+		goto err;
+	}
+	return 0;
+
+err:
+	rbln_pt_free_tree(rdev, vm->root);
+	drm_mm_takedown(&vm->mm);
+	mutex_destroy(&vm->lock);
+	return ret;
+}
+
+/* At file close: every handle of the file is gone, and so every vma. */
+void rbln_vm_fini(struct rbln_vm *vm)
+{
+	struct rbln_device *rdev = vm->rdev;
+	int ret;
+
+	/* No debug access can find the VM (and bind it) from here on. */
+	mutex_lock(&rdev->vm_debug_lock);
+	xa_erase(&rdev->vms, vm->asid);
+	mutex_unlock(&rdev->vm_debug_lock);
+	if (vm->bound) {
+		ret = rbln_fw_vm_unbind(rdev, vm->asid);
+		if (ret && ret != -ENODEV)
+			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
+				 vm->asid, ret);
+	}
+	rbln_pt_free_tree(rdev, vm->root);
+	drm_WARN_ON(&rdev->drm, !drm_mm_clean(&vm->mm));
+	drm_mm_takedown(&vm->mm);
+	mutex_destroy(&vm->lock);
+}
+
+int rbln_vm_bind_locked(struct rbln_vm *vm)
+{
+	int ret;
+
+	lockdep_assert_held(&vm->lock);
+	if (vm->bound)
+		return 0;
+	ret = rbln_fw_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
+	if (ret)
+		return ret;
+	vm->bound = true;
+	return 0;
+}
+
+static u64 rbln_vma_pte_flags(struct rbln_bo *bo)
+{
+	u64 flags = RBLN_FW_PTE_READ;
+
+	if (!(bo->flags & RBLN_BO_DEVICE_READ_ONLY))
+		flags |= RBLN_FW_PTE_WRITE;
+	if (bo->kind == RBLN_BO_KIND_HBM)
+		flags |= RBLN_FW_PTE_LOCAL;
+	return flags;
+}
+
+/* Writes the page-table entries of @vma; bo->lock and vm->lock held. */
+static int rbln_vma_map_locked(struct rbln_vma *vma, struct sg_table *sgt)
+{
+	struct rbln_bo *bo = vma->bo;
+	struct rbln_vm *vm = vma->vm;
+	struct rbln_device *rdev = vm->rdev;
+	u64 flags = rbln_vma_pte_flags(bo);
+	u64 va = vma->node.start, end = va + vma->node.size;
+	int ret = 0;
+
+	lockdep_assert_held(&bo->lock);
+	lockdep_assert_held(&vm->lock);
+
+	if (bo->kind == RBLN_BO_KIND_HBM) {
+		struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
+		struct rbln_buddy_block *block;
+
+		list_for_each_entry(block, &bo->blocks, link) {
+			u64 len = rbln_buddy_block_size(&h->mm, block);
+
+			ret = rbln_pt_map(vm, va, h->bar_offset +
+					  rbln_buddy_block_offset(block), len, flags);
+			if (ret)
+				break;
+			va += len;
+		}
+	} else {
+		struct scatterlist *sg;
+		unsigned int i;
+
+		for_each_sgtable_dma_sg(sgt, sg, i) {
+			u64 len = min_t(u64, sg_dma_len(sg), end - va);
+
+			if (!len)
+				break;
+			if (!IS_ALIGNED(sg_dma_address(sg) | len, RBLN_FW_PAGE_SIZE)) {
+				drm_dbg_driver(&rdev->drm, "buffer segment not page aligned\n");
+				ret = -EINVAL;
+				break;
+			}
+			ret = rbln_pt_map(vm, va, sg_dma_address(sg), len, flags);
+			if (ret)
+				break;
+			va += len;
+		}
+	}
+	if (ret) {
+		rbln_pt_unmap(vm, vma->node.start, va - vma->node.start);
+		return ret;
+	}
+	vma->mapped = true;
+	return 0;
+}
+
+struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm)
+{
+	struct rbln_vma *vma;
+
+	lockdep_assert_held(&bo->lock);
+	list_for_each_entry(vma, &bo->vmas, bo_link)
+		if (vma->vm == vm)
+			return vma;
+	return NULL;
+}
+
+/*
+ * GEM open: a handle of @bo was created in @vm's file.  The first one
+ * gives the buffer its VA in @vm (2 MiB aligned from 2 MiB up).
+ */
+int rbln_vma_add(struct rbln_bo *bo, struct rbln_vm *vm)
+{
+	u64 size = bo->shmem.base.size;
+	struct rbln_vma *vma;
+	int ret;
+
+	mutex_lock(&bo->lock);
+	vma = rbln_vma_find(bo, vm);
+	if (vma) {
+		vma->handles++;
+		mutex_unlock(&bo->lock);
+		return 0;
+	}
+	vma = kzalloc(sizeof(*vma), GFP_KERNEL);
+	if (!vma) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	vma->bo = bo;
+	vma->vm = vm;
+	vma->handles = 1;
+
+	mutex_lock(&vm->lock);
+	ret = drm_mm_insert_node_generic(&vm->mm, &vma->node, size,
+					 size >= SZ_2M ? SZ_2M : SZ_4K, 0,
+					 DRM_MM_INSERT_BEST);
+	if (ret) {
+		mutex_unlock(&vm->lock);
+		kfree(vma);
+		ret = -ENOMEM;	/* device VA space exhausted */
+		goto out;
+	}
+	if (bo->kind != RBLN_BO_KIND_HOST || bo->dev_sgt) {
+		ret = rbln_vma_map_locked(vma, bo->dev_sgt);
+		if (ret) {
+			drm_mm_remove_node(&vma->node);
+			mutex_unlock(&vm->lock);
+			kfree(vma);
+			goto out;
+		}
+	}
+	vm->mapped_bytes += size;
+	mutex_unlock(&vm->lock);
+	list_add_tail(&vma->bo_link, &bo->vmas);
+out:
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+/*
+ * GEM close: a handle of @bo in @vm's file went away.  With the last one
+ * the buffer leaves @vm: after the card finished every job that uses the
+ * buffer (its reservation fences), the entries are cleared and the card's
+ * TLB invalidated, and only then can the memory be freed or reused.
+ */
+void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
+{
+	struct drm_gem_object *obj = &bo->shmem.base;
+	struct rbln_device *rdev = vm->rdev;
+	struct rbln_vma *vma;
+	int ret;
+
+	mutex_lock(&bo->lock);
+	vma = rbln_vma_find(bo, vm);
+	if (drm_WARN_ON(&rdev->drm, !vma) || --vma->handles) {
+		mutex_unlock(&bo->lock);
+		return;
+	}
+	list_del(&vma->bo_link);
+	mutex_unlock(&bo->lock);
+
+	dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_BOOKKEEP, false,
+			      MAX_SCHEDULE_TIMEOUT);
+
+	mutex_lock(&vm->lock);
+	if (vma->mapped) {
+		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
+		if (vm->bound) {
+			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
+						     vma->node.start,
+						     vma->node.size);
+			if (ret && ret != -ENODEV)
+				dev_warn_ratelimited(rdev->drm.dev,
+						     "TLB invalidation of asid %u failed (%d): the card is not answering\n",
+						     vm->asid, ret);
+		}
+	}
+	vm->mapped_bytes -= vma->node.size;
+	drm_mm_remove_node(&vma->node);
+	mutex_unlock(&vm->lock);
+	kfree(vma);
+}
+
+/* Host buffers: pages and DMA mapping, then the entries of @vma. */
+int rbln_vma_populate(struct rbln_vma *vma)
+{
+	struct rbln_bo *bo = vma->bo;
+	struct sg_table *sgt;
+	int ret = 0;
+
+	mutex_lock(&bo->lock);
+	sgt = rbln_bo_device_sgt(bo);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto out;
+	}
+	mutex_lock(&vma->vm->lock);
+	if (!vma->mapped && drm_mm_node_allocated(&vma->node))
+		ret = rbln_vma_map_locked(vma, sgt);
+	mutex_unlock(&vma->vm->lock);
+out:
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+/*
+ * First device use of [va, va + len) in @vm: the card learns the VM, and
+ * host buffers in the range get their pages and entries.  Addresses with
+ * no buffer stay unmapped (the access will fault, as it should).
+ */
+int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
+{
+	struct drm_gem_object *objs[8];
+	struct drm_mm_node *node;
+	unsigned int n, i;
+	int ret;
+
+	mutex_lock(&vm->lock);
+	ret = rbln_vm_bind_locked(vm);
+	if (ret) {
+		mutex_unlock(&vm->lock);
+		return ret;
+	}
+	for (;;) {
+		n = 0;
+		drm_mm_for_each_node_in_range(node, &vm->mm, va, va + len) {
+			struct rbln_vma *vma = container_of(node, struct rbln_vma, node);
+
+			if (vma->mapped)
+				continue;
+			drm_gem_object_get(&vma->bo->shmem.base);
+			objs[n++] = &vma->bo->shmem.base;
+			if (n == ARRAY_SIZE(objs))
+				break;
+		}
+		mutex_unlock(&vm->lock);
+		if (!n)
+			return 0;
+
+		for (i = 0; i < n; i++) {
+			struct rbln_bo *bo = to_rbln_bo(objs[i]);
+			struct rbln_vma *vma;
+
+			mutex_lock(&bo->lock);
+			vma = rbln_vma_find(bo, vm);
+			mutex_unlock(&bo->lock);
+			/* A vma stays while its file holds a handle: ours. */
+			if (vma && !ret)
+				ret = rbln_vma_populate(vma);
+			drm_gem_object_put(objs[i]);
+		}
+		if (ret)
+			return ret;
+		mutex_lock(&vm->lock);
+	}
+}
+
+static const char *rbln_mmu_reason_name(u32 reason)
+{
+	switch (reason) {
+	case RBLN_FW_MMU_NOT_MAPPED:
+		return "not mapped";
+	case RBLN_FW_MMU_NO_WRITE:
+		return "write to a read-only page";
+	case RBLN_FW_MMU_NO_READ:
+		return "read of a page without read permission";
+	case RBLN_FW_MMU_BAD_ENTRY:
+		return "malformed page-table entry";
+	case RBLN_FW_MMU_BAD_ADDRESS:
+		return "page outside host RAM and HBM";
+	case RBLN_FW_MMU_NO_VM:
+		return "address space not bound";
+	case RBLN_FW_MMU_BAD_VA:
+		return "address beyond 48 bits";
+	default:
+		return "unknown reason";
+	}
+}
+
+/* Event thread: the card's MMU refused an access of @asid. */
+void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
+		       u32 access, u32 reason)
+{
+	struct rbln_vm *vm;
+
+	atomic64_inc(&rdev->mmu_faults);
+	xa_lock(&rdev->vms);
+	vm = xa_load(&rdev->vms, asid);
+	if (vm) {
+		spin_lock(&vm->fault_lock);
+		if (!vm->fault_count) {
+			vm->fault_va = va;
+			vm->fault_access = access;
+			vm->fault_reason = reason;
+		}
+		vm->fault_count++;
+		vm->flags |= RBLN_VM_FAULTED;
+		spin_unlock(&vm->fault_lock);
+	}
+	xa_unlock(&rdev->vms);
+
+	dev_warn_ratelimited(rdev->drm.dev,
+			     "MMU fault: asid %u %s at 0x%llx: %s%s\n", asid,
+			     access == RBLN_FW_ACCESS_WRITE ? "write" : "read",
+			     va, rbln_mmu_reason_name(reason),
+			     vm ? "" : " (no such address space)");
+}

@@ -19,8 +19,11 @@
  * the buffer's device VA; DRM_IOCTL_GEM_CLOSE frees a handle; mmap() at
  * the offset RBLN_BO_INFO returns maps it for the CPU;
  * DRM_IOCTL_PRIME_HANDLE_TO_FD / _FD_TO_HANDLE export and import dma-bufs
- * (host and HBM buffers; an imported buffer gets a device VA in the
- * importer's VM).  Each open file is its own device address space (VM);
+ * (an imported buffer gets a device VA in the importer's VM).  Host
+ * buffers export their pages to any importer; HBM buffers export the
+ * card's BAR range, which only peer-to-peer capable importers can attach
+ * to (others get -EOPNOTSUPP), and come back as the same buffer when
+ * imported on the same card; userptr buffers cannot be exported (-EINVAL).  Each open file is its own device address space (VM);
  * RBLN_INFO_VM describes it and its MMU faults, RBLN_INFO_MEM the card's
  * memory.  A buffer the card still uses stays mapped until the card is
  * done with it, even after its last handle is closed.
@@ -143,8 +146,10 @@ struct drm_rbln_info_telemetry {
  * @total_bytes: size of the chiplet's HBM that buffers can use.
  * @used_bytes: bytes held by buffers of all clients.
  * @free_bytes: @total_bytes - @used_bytes.
- * @largest_free_bytes: the largest buffer that can be allocated on this
- *	chiplet right now (the largest free block).
+ * @largest_free_bytes: the largest contiguous free block, a fragmentation
+ *	figure: buffers are made of several blocks, so up to @free_bytes can
+ *	still be allocated (in 2 MiB pieces for buffers of 2 MiB and more,
+ *	4 KiB pieces below).
  */
 struct drm_rbln_mem_chiplet {
 	__u64 total_bytes;
@@ -271,7 +276,8 @@ struct drm_rbln_bo_create {
  * @handle: in: GEM handle of the caller.
  * @flags: in: must be 0.
  * @mmap_offset: out: offset to mmap() the buffer at on this file; 0 for
- *	userptr buffers (the caller has the memory already).
+ *	userptr buffers (the caller has the memory already) and imported
+ *	buffers (mmap the dma-buf itself).
  * @size: out: bytes.
  * @device_va: out: device VA in the caller's VM.
  * @region: out: RBLN_REGION_HOST, _HBM, _USERPTR or _IMPORT.

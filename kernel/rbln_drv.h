@@ -113,8 +113,8 @@ struct rbln_hbm {
  * Device VA layout of every VM: nothing below 4 GiB (catches small and
  * NULL-based addresses), 48-bit addresses above.
  */
-#define RBLN_VA_START		(1ull << 32)
-#define RBLN_VA_END		(1ull << RBLN_FW_VA_BITS)
+#define RBLN_VA_START		BIT_ULL(32)
+#define RBLN_VA_END		BIT_ULL(RBLN_FW_VA_BITS)
 
 struct rbln_pt;
 

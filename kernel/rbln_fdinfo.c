@@ -63,7 +63,7 @@ void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	struct rbln_device *rdev = rf->rdev;
 	struct drm_memory_stats stats[RBLN_FW_MAX_CHIPLETS + 1] = {};
 	struct drm_gem_object *obj;
-	char region[8];
+	char region[16];
 	u64 pinned = 0, faults;
 	unsigned int i;
 	int id;

@@ -20,7 +20,7 @@
 #include "rbln_drv.h"
 
 struct rbln_pt {
-	u64 *cpu;			/* RBLN_FW_PT_ENTRIES entries */
+	__le64 *cpu;			/* RBLN_FW_PT_ENTRIES entries */
 	dma_addr_t dma;
 	struct rbln_pt **child;		/* levels 3..1 only */
 };

@@ -23,10 +23,11 @@
  * buffers export their pages to any importer; HBM buffers export the
  * card's BAR range, which only peer-to-peer capable importers can attach
  * to (others get -EOPNOTSUPP), and come back as the same buffer when
- * imported on the same card; userptr buffers cannot be exported (-EINVAL).  Each open file is its own device address space (VM);
- * RBLN_INFO_VM describes it and its MMU faults, RBLN_INFO_MEM the card's
- * memory.  A buffer the card still uses stays mapped until the card is
- * done with it, even after its last handle is closed.
+ * imported on the same card; userptr buffers cannot be exported (-EINVAL).
+ * Each open file is its own device address space (VM); RBLN_INFO_VM
+ * describes it and its MMU faults, RBLN_INFO_MEM the card's memory.  A
+ * buffer the card still uses stays mapped until the card is done with it,
+ * even after its last handle is closed.
  */
 #ifndef _UAPI_RBLN_ACCEL_H_
 #define _UAPI_RBLN_ACCEL_H_

@@ -4,6 +4,7 @@
 #include "fake_sysfs.hpp"
 
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -86,6 +87,11 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
             const fs::path c = r / ("chiplet" + std::to_string(i));
             write(c / "index", std::to_string(i));
             write(c / "hbm_total_bytes", std::to_string(s.hbm_per_chiplet));
+            if (s.hbm_used && i < s.hbm_used->size()) {
+                write(c / "hbm_used_bytes", std::to_string((*s.hbm_used)[i]));
+                write(c / "hbm_largest_free_bytes",
+                      std::to_string(s.hbm_per_chiplet - (*s.hbm_used)[i]));
+            }
         }
     }
     if (s.hwmon) {
@@ -105,6 +111,65 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
             write(h / "power1_input", std::to_string(*s.power_uw));
     }
     return dev;
+}
+
+std::string fdinfo_text(const ClientSpec& c) {
+    std::string t = "pos:\t0\nflags:\t02100002\nmnt_id:\t25\nino:\t1043\n";
+    t += "drm-driver:\t" + c.driver + "\n";
+    t += "drm-pdev:\t" + c.pdev + "\n";
+    t += "drm-client-id:\t" + std::to_string(c.client_id) + "\n";
+    for (std::size_t i = 0; i < c.hbm.size(); i++) {
+        const std::string n = std::to_string(i);
+        t += "drm-total-hbm" + n + ":\t" + c.hbm[i] + "\n";
+        t += "drm-shared-hbm" + n + ":\t0\n";
+        t += "drm-resident-hbm" + n + ":\t" + c.hbm[i] + "\n";
+    }
+    t += "drm-total-memory:\t" + c.memory + "\n";
+    t += "drm-shared-memory:\t0\n";
+    t += "drm-resident-memory:\t" + c.memory + "\n";
+    t += "rbln-pinned-memory:\t" + c.pinned + "\n";
+    t += "rbln-asid:\t" + std::to_string(c.asid) + "\n";
+    t += "rbln-mmu-faults:\t0\n";
+    return t;
+}
+
+void FakeSysfs::add_process(pid_t pid, const std::string& comm) {
+    const fs::path p = fs::path("proc") / std::to_string(pid);
+    fs::create_directories(root_ / p / "fd");
+    fs::create_directories(root_ / p / "fdinfo");
+    write(p / "comm", comm);
+}
+
+void FakeSysfs::add_fd(pid_t pid, int fd, std::optional<dev_t> rdev,
+                       const std::optional<std::string>& fdinfo) {
+    const fs::path p = fs::path("proc") / std::to_string(pid);
+    // In /proc this is a magic link; here a file that only probe() knows.
+    write(p / "fd" / std::to_string(fd), "");
+    if (fdinfo) {
+        const fs::path info = root_ / p / "fdinfo" / std::to_string(fd);
+        fs::create_directories(info.parent_path());
+        std::ofstream f(info);
+        f << *fdinfo; // as the kernel prints it: every line ends in '\n'
+    }
+    (*fds_)[(root_ / p / "fd" / std::to_string(fd)).string()] = FdEntry{rdev, false};
+}
+
+void FakeSysfs::deny_fds(pid_t pid) {
+    const std::string prefix = (root_ / "proc" / std::to_string(pid) / "fd").string() + "/";
+    for (auto& [path, entry] : *fds_)
+        if (path.starts_with(prefix))
+            entry.denied = true;
+}
+
+CharDeviceProbe FakeSysfs::probe() const {
+    return [fds = fds_](const fs::path& resolved) -> Result<std::optional<dev_t>> {
+        const auto it = fds->find(resolved.string());
+        if (it == fds->end())
+            return stat_char_device(resolved);
+        if (it->second.denied)
+            return Error::from_errno("stat", resolved.string(), EACCES);
+        return it->second.rdev;
+    };
 }
 
 } // namespace rbln::test

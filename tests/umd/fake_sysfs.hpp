@@ -5,8 +5,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <vector>
+
+#include "rbln/sysfs.hpp"
 
 namespace rbln::test {
 
@@ -28,7 +35,29 @@ struct CardSpec {
     int numa_node = -1;
     bool rbln_attrs = true; ///< the device/rbln/ attribute group
     bool hwmon = true;
+    /// rbln/chiplet<i>/hbm_used_bytes (and hbm_largest_free_bytes = the
+    /// rest of the chiplet); nullopt: neither file, as with an older rbln.ko.
+    std::optional<std::vector<std::uint64_t>> hbm_used;
 };
+
+/// What the kernel prints in the fdinfo of an open /dev/accel/accelN.
+struct ClientSpec {
+    std::string driver = "rbln";
+    std::string pdev = "0000:00:04.0";
+    std::uint64_t client_id = 1;
+    std::vector<std::string> hbm = {"2 MiB", "0", "0", "0"}; ///< drm-total/resident-hbm<i>
+    std::string memory = "64 KiB";                           ///< drm-total-memory
+    std::string pinned = "0";                                ///< rbln-pinned-memory
+    unsigned asid = 5;
+};
+
+/// The fdinfo text for @spec, with the VFS lines (pos, flags, ...) first.
+std::string fdinfo_text(const ClientSpec& spec);
+
+/// Device numbers for FakeSysfs::add_fd.
+inline dev_t accel_dev(unsigned minor) {
+    return makedev(261, minor);
+}
 
 class FakeSysfs {
 public:
@@ -50,11 +79,33 @@ public:
     /// Removes root/@rel.
     void remove(const std::filesystem::path& rel);
 
+    /// /proc/<pid> with comm @comm and an empty fd/ and fdinfo/.
+    void add_process(pid_t pid, const std::string& comm);
+    /// fd @fd of @pid: /proc/<pid>/fd/<fd>, which probe() says is the
+    /// character device @rdev (nullopt: not a device, e.g. a socket), and,
+    /// unless @fdinfo is nullopt, /proc/<pid>/fdinfo/<fd>.
+    void add_fd(pid_t pid, int fd, std::optional<dev_t> rdev,
+                const std::optional<std::string>& fdinfo);
+    /// From now on probe() answers EACCES for the fds @pid has, as for
+    /// another user's process.
+    void deny_fds(pid_t pid);
+    /// The CharDeviceProbe of this tree (for Sysfs and rbln-smi's run()):
+    /// the fds added with add_fd are what they were added as; any other
+    /// path is stat()ed.
+    CharDeviceProbe probe() const;
+
     /// "sys/devices/pci0000:00/<bdf>"
     static std::filesystem::path device_dir(const std::string& bdf);
 
 private:
+    struct FdEntry {
+        std::optional<dev_t> rdev;
+        bool denied = false;
+    };
     std::filesystem::path root_;
+    /// resolved /proc/<pid>/fd/<fd> -> what it is; shared with probe()s.
+    std::shared_ptr<std::map<std::string, FdEntry>> fds_ =
+        std::make_shared<std::map<std::string, FdEntry>>();
 };
 
 } // namespace rbln::test

@@ -206,9 +206,10 @@ bool read_sysfs_identity(const Sysfs& sys, const std::string& dev, CardInfo& car
     return complete;
 }
 
-// A hwmon value: a failed read (EIO when the card does not answer, ENODATA
-// for a sensor without data) is "unavailable"; a malformed value throws.
-template <typename T> std::optional<T> hwmon_value(const Sysfs& sys, const std::string& file) {
+// A telemetry value (hwmon, memory counters): a failed read (absent, EIO when
+// the card does not answer, ENODATA for a sensor without data) is
+// "unavailable"; a malformed value throws.
+template <typename T> std::optional<T> readable_value(const Sysfs& sys, const std::string& file) {
     auto text = sys.try_read(file);
     if (!text)
         return std::nullopt;
@@ -229,13 +230,39 @@ void read_hwmon(const Sysfs& sys, const std::string& dev, CardInfo& card) {
         dir += h;
         if (sys.read_optional(dir + "/name").value_or("") != "rbln")
             continue;
-        card.temperature_mc = hwmon_value<std::int64_t>(sys, dir + "/temp1_input");
-        card.power_uw = hwmon_value<std::uint64_t>(sys, dir + "/power1_input");
+        card.temperature_mc = readable_value<std::int64_t>(sys, dir + "/temp1_input");
+        card.power_uw = readable_value<std::uint64_t>(sys, dir + "/power1_input");
         for (auto& chiplet : card.chiplets)
-            chiplet.temperature_mc = hwmon_value<std::int64_t>(
+            chiplet.temperature_mc = readable_value<std::int64_t>(
                 sys, dir + "/temp" + std::to_string(chiplet.index + 2) + "_input");
         return;
     }
+}
+
+// rbln/chiplet<i>/hbm_used_bytes and hbm_largest_free_bytes: the driver's
+// own counters (reading them never wakes the card).  An older module has
+// neither: they stay unavailable, as does a value that cannot be read; a
+// malformed one throws, naming the file.
+void read_chiplet_memory(const Sysfs& sys, const std::string& dev, CardInfo& card) {
+    for (auto& chiplet : card.chiplets) {
+        const std::string cdir = dev + "/rbln/chiplet" + std::to_string(chiplet.index);
+        chiplet.hbm_used_bytes = readable_value<std::uint64_t>(sys, cdir + "/hbm_used_bytes");
+        chiplet.hbm_largest_free_bytes =
+            readable_value<std::uint64_t>(sys, cdir + "/hbm_largest_free_bytes");
+    }
+}
+
+void sum_used_memory(CardInfo& card) {
+    card.hbm_used_bytes.reset();
+    if (card.chiplets.empty())
+        return;
+    std::uint64_t used = 0;
+    for (const auto& chiplet : card.chiplets) {
+        if (!chiplet.hbm_used_bytes)
+            return;
+        used += *chiplet.hbm_used_bytes;
+    }
+    card.hbm_used_bytes = used;
 }
 
 void merge_kernel_identity(const DeviceIdentity& id, CardInfo& card) {
@@ -247,9 +274,12 @@ void merge_kernel_identity(const DeviceIdentity& id, CardInfo& card) {
     card.chiplet_count = id.chiplet_count;
     std::vector<ChipletInfo> chiplets;
     for (unsigned i = 0; i < id.chiplet_count; i++) {
-        ChipletInfo c{i, id.hbm_size[i], std::nullopt};
-        if (i < card.chiplets.size())
-            c.temperature_mc = card.chiplets[i].temperature_mc; // from hwmon
+        ChipletInfo c{i, id.hbm_size[i], std::nullopt, std::nullopt, std::nullopt};
+        if (i < card.chiplets.size()) { // from hwmon and sysfs
+            c.temperature_mc = card.chiplets[i].temperature_mc;
+            c.hbm_used_bytes = card.chiplets[i].hbm_used_bytes;
+            c.hbm_largest_free_bytes = card.chiplets[i].hbm_largest_free_bytes;
+        }
         chiplets.push_back(c);
     }
     card.chiplets = std::move(chiplets);
@@ -318,9 +348,11 @@ CardInfo read_card(const DiscoveryOptions& options, const Sysfs& sys, const std:
     card.suspended = card.runtime_status == "suspended" || card.runtime_status == "suspending";
 
     card.identity_from_sysfs = read_sysfs_identity(sys, dev, card);
+    read_chiplet_memory(sys, dev, card);
     if (!card.suspended)
         read_hwmon(sys, dev, card);
     query_node(options, sys, card);
+    sum_used_memory(card);
 
     if (!card.identity_from_sysfs && !card.identity_from_kernel) {
         if (card.node_error && !card.suspended)

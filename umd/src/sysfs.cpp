@@ -9,7 +9,10 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <dirent.h>
 #include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -57,9 +60,45 @@ T parse_number(std::string_view text, const std::string& what, const char* kind)
 
 } // namespace
 
-Sysfs::Sysfs(fs::path root) : root_(std::move(root)) {
+Result<std::optional<dev_t>> stat_char_device(const fs::path& resolved) {
+    struct stat st {};
+    if (::stat(resolved.c_str(), &st) != 0)
+        return Error::from_errno("stat", resolved.string(), errno);
+    if (!S_ISCHR(st.st_mode))
+        return std::optional<dev_t>{};
+    return std::optional<dev_t>{st.st_rdev};
+}
+
+Sysfs::Sysfs(fs::path root, CharDeviceProbe probe)
+    : root_(std::move(root)), probe_(std::move(probe)) {
     if (root_.empty())
         root_ = "/";
+}
+
+Result<std::optional<dev_t>> Sysfs::char_device(std::string_view abs_path) const {
+    const fs::path p = resolve(abs_path);
+    return probe_ ? probe_(p) : stat_char_device(p);
+}
+
+Result<std::vector<std::string>> Sysfs::try_list(std::string_view abs_dir) const {
+    const fs::path p = resolve(abs_dir);
+    const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(p.c_str()), ::closedir);
+    if (!dir)
+        return Error::from_errno("list", p.string(), errno);
+    std::vector<std::string> names;
+    for (;;) {
+        errno = 0;
+        const dirent* entry = ::readdir(dir.get());
+        if (entry == nullptr) {
+            if (errno != 0)
+                return Error::from_errno("list", p.string(), errno);
+            break;
+        }
+        const std::string_view name = entry->d_name;
+        if (name != "." && name != "..")
+            names.emplace_back(name);
+    }
+    return names;
 }
 
 fs::path Sysfs::resolve(std::string_view abs_path) const {

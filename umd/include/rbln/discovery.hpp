@@ -37,6 +37,10 @@ struct ChipletInfo {
     unsigned index = 0;
     std::uint64_t hbm_total_bytes = 0;
     std::optional<std::int64_t> temperature_mc; ///< hwmon temp<2+index>_input
+    /// rbln/chiplet<i>/hbm_used_bytes and hbm_largest_free_bytes; nullopt
+    /// if the module does not export them (older rbln.ko) or the read failed.
+    std::optional<std::uint64_t> hbm_used_bytes;
+    std::optional<std::uint64_t> hbm_largest_free_bytes;
 };
 
 struct CardInfo {
@@ -51,6 +55,8 @@ struct CardInfo {
     std::string family_name; ///< sysfs spelling, e.g. "rebel100"
     unsigned chiplet_count = 0;
     std::uint64_t hbm_total_bytes = 0;
+    /// Sum of the chiplets' hbm_used_bytes; nullopt unless every chiplet has it.
+    std::optional<std::uint64_t> hbm_used_bytes;
     std::vector<ChipletInfo> chiplets;
     std::string fw_version;
     unsigned fw_iface_major = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,12 +13,26 @@
 
 #include "rbln/error.hpp"
 
+#include <sys/types.h>
+
 namespace rbln {
+
+/// Says what character device a path (already resolved into the root) is:
+/// its st_rdev, nullopt if the path is not a character device, or the
+/// error of stat() (NotFound, PermissionDenied, ...).  The real one is
+/// stat_char_device(); tests inject one, because a file in a fake tree
+/// cannot be a device node.
+using CharDeviceProbe =
+    std::function<Result<std::optional<dev_t>>(const std::filesystem::path& resolved)>;
+
+/// stat() (following symlinks, so /proc/<pid>/fd/<n> gives the open file).
+Result<std::optional<dev_t>> stat_char_device(const std::filesystem::path& resolved);
 
 class Sysfs {
 public:
     /// @root: the directory that plays "/" (default: the real root).
-    explicit Sysfs(std::filesystem::path root = "/");
+    /// @probe: how char_device() looks at a path (empty: stat_char_device).
+    explicit Sysfs(std::filesystem::path root = "/", CharDeviceProbe probe = {});
 
     const std::filesystem::path& root() const noexcept { return root_; }
 
@@ -50,6 +65,13 @@ public:
     /// nullopt if the link is absent.
     std::optional<std::string> link_basename(std::string_view abs_path) const;
 
+    /// The device number of the character device at @abs_path (see
+    /// CharDeviceProbe); errors are returned, not thrown.
+    Result<std::optional<dev_t>> char_device(std::string_view abs_path) const;
+
+    /// Names in a directory (unsorted), or the error of opening it.
+    Result<std::vector<std::string>> try_list(std::string_view abs_dir) const;
+
     /// Basename of the fully resolved path (e.g. accel0/device -> "0000:00:04.0").
     std::string resolved_basename(std::string_view abs_path) const;
 
@@ -59,6 +81,7 @@ public:
 
 private:
     std::filesystem::path root_;
+    CharDeviceProbe probe_;
 };
 
 } // namespace rbln

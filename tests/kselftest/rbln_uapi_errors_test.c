@@ -3,10 +3,11 @@
  * rbln_uapi_errors_test - bad input to the rbln uAPI gets the documented
  * error and touches nothing.
  *
- * Pins the rules of include/uapi/drm/rbln_accel.h: unknown query types,
- * non-zero flags and pad are -EINVAL; size 0 asks for the size; a short
- * buffer gets exactly its prefix; a bad pointer is -EFAULT; an unknown
- * driver ioctl is -ENOTTY.
+ * Pins the rules of include/uapi/drm/rbln_accel.h for every query type
+ * (DEVICE, TELEMETRY, MEM, VM): unknown query types, non-zero flags and
+ * pad are -EINVAL; size 0 asks for the size; a short buffer gets exactly
+ * its prefix, a long one the answer and nothing past it; a bad pointer is
+ * -EFAULT; an unknown driver ioctl is -ENOTTY.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,13 +54,17 @@ static int get_info_raw(int fd, struct drm_rbln_get_info *q)
 	return ioctl(fd, DRM_IOCTL_RBLN_GET_INFO, q) == 0 ? 0 : -errno;
 }
 
-static const __u32 known_types[] = { RBLN_INFO_DEVICE, RBLN_INFO_TELEMETRY };
+static const __u32 known_types[] = { RBLN_INFO_DEVICE, RBLN_INFO_TELEMETRY,
+				     RBLN_INFO_MEM, RBLN_INFO_VM };
 static const __u32 full_sizes[] = { sizeof(struct drm_rbln_info_device),
-				    sizeof(struct drm_rbln_info_telemetry) };
+				    sizeof(struct drm_rbln_info_telemetry),
+				    sizeof(struct drm_rbln_info_mem),
+				    sizeof(struct drm_rbln_info_vm) };
 
 TEST_F(uapi, unknown_query_type_is_einval)
 {
-	static const __u32 bad[] = { 0, 3, 0x7fffffff, 0xffffffff };
+	/* 5: the first type after RBLN_INFO_VM */
+	static const __u32 bad[] = { 0, 5, 6, 0x7fffffff, 0xffffffff };
 	unsigned char buf[512];
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -80,7 +85,7 @@ TEST_F(uapi, nonzero_flags_is_einval)
 	static const __u32 flags[] = { 1, 0x80000000u, 0xffffffffu };
 	unsigned char buf[512];
 
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++)
 		for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
 			struct drm_rbln_get_info q = { .type = known_types[t],
 						       .size = sizeof(buf),
@@ -99,7 +104,7 @@ TEST_F(uapi, nonzero_pad_is_einval)
 	static const __u32 pads[] = { 1, 0x80000000u, 0xffffffffu };
 	unsigned char buf[512];
 
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++)
 		for (size_t i = 0; i < ARRAY_SIZE(pads); i++) {
 			struct drm_rbln_get_info q = { .type = known_types[t],
 						       .size = sizeof(buf),
@@ -117,7 +122,7 @@ TEST_F(uapi, size_zero_reports_full_size_and_writes_nothing)
 {
 	unsigned char buf[512];
 
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++) {
 		struct drm_rbln_get_info q = { .type = known_types[t],
 					       .size = 0,
 					       .ptr = (uintptr_t)buf };
@@ -142,11 +147,14 @@ TEST_F(uapi, short_buffer_gets_exact_prefix)
 {
 	static const __u32 shorts[] = { 1, 4, 8, 13 };
 	struct drm_rbln_info_device full;
+	struct drm_rbln_info_vm vm;
 	unsigned char buf[512];
 
 	ASSERT_EQ(0, rbln_get_info(self->fd, RBLN_INFO_DEVICE, &full,
 				   sizeof(full), NULL));
-	for (size_t t = 0; t < 2; t++)
+	ASSERT_EQ(0, rbln_get_info(self->fd, RBLN_INFO_VM, &vm, sizeof(vm),
+				   NULL));
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++)
 		for (size_t i = 0; i < ARRAY_SIZE(shorts); i++) {
 			__u32 n = shorts[i];
 			struct drm_rbln_get_info q = { .type = known_types[t],
@@ -167,7 +175,33 @@ TEST_F(uapi, short_buffer_gets_exact_prefix)
 				EXPECT_EQ(0, memcmp(buf, &full, n))
 				TH_LOG("prefix of %u bytes differs", n);
 			}
+			/* asid, flags, va_start: constant for this file */
+			if (known_types[t] == RBLN_INFO_VM) {
+				EXPECT_EQ(0, memcmp(buf, &vm, n))
+				TH_LOG("VM prefix of %u bytes differs", n);
+			}
 		}
+}
+
+TEST_F(uapi, long_buffer_gets_the_answer_and_nothing_past_it)
+{
+	unsigned char buf[1024];
+
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++) {
+		struct drm_rbln_get_info q = { .type = known_types[t],
+					       .size = sizeof(buf),
+					       .ptr = (uintptr_t)buf };
+
+		memset(buf, CANARY, sizeof(buf));
+		ASSERT_EQ(0, get_info_raw(self->fd, &q))
+		TH_LOG("type %u", known_types[t]);
+		EXPECT_EQ(full_sizes[t], q.size);
+		ASSERT_GT(sizeof(buf), full_sizes[t]);
+		EXPECT_TRUE(rbln_all_bytes(buf + full_sizes[t],
+					   sizeof(buf) - full_sizes[t], CANARY))
+		TH_LOG("type %u wrote past its %u bytes", known_types[t],
+		       full_sizes[t]);
+	}
 }
 
 TEST_F(uapi, short_buffer_8_bytes_on_a_page_edge)
@@ -182,7 +216,7 @@ TEST_F(uapi, short_buffer_8_bytes_on_a_page_edge)
 	ASSERT_EQ(0, mprotect(map + pg, pg, PROT_NONE));
 	ASSERT_EQ(0, rbln_get_info(self->fd, RBLN_INFO_DEVICE, &full,
 				   sizeof(full), NULL));
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++) {
 		unsigned char *edge = map + pg - 8;
 		struct drm_rbln_get_info q = { .type = known_types[t],
 					       .size = 8,
@@ -219,7 +253,7 @@ TEST_F(uapi, bad_pointer_is_efault)
 	ASSERT_NE(MAP_FAILED, gone);
 	ASSERT_NE(MAP_FAILED, ro);
 	ASSERT_EQ(0, munmap(gone, pg));
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < ARRAY_SIZE(known_types); t++)
 		for (size_t i = 0; i < ARRAY_SIZE(ptrs); i++) {
 			struct drm_rbln_get_info q = { .type = known_types[t],
 						       .size = full_sizes[t],

@@ -22,6 +22,7 @@ namespace rbln::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Outcome {
     int status = -1;
@@ -149,11 +150,14 @@ TEST_F(SmiBinary, JsonDocumentForTwoCards) {
       "temperature_mc": 38250,
       "power_uw": 12340000,
       "hbm_total_bytes": 536870912,
+      "hbm_used_bytes": null,
       "chiplets": [
         {
           "index": 0,
           "hbm_total_bytes": 536870912,
-          "temperature_mc": 35250
+          "temperature_mc": 35250,
+          "hbm_used_bytes": null,
+          "hbm_largest_free_bytes": null
         }
       ],
       "fw_version": "rbln-emu 0.1.0",
@@ -164,9 +168,11 @@ TEST_F(SmiBinary, JsonDocumentForTwoCards) {
       "runtime_status": "active"
     })";
     EXPECT_THAT(o.out, HasSubstr(expected_card1));
-    EXPECT_THAT(o.out, testing::StartsWith("{\n  \"schema_version\": 1,\n  \"driver\": {\n"
+    EXPECT_THAT(o.out, testing::StartsWith("{\n  \"schema_version\": 2,\n  \"driver\": {\n"
                                            "    \"name\": \"rbln\",\n    \"version\": \"0.1.0\""));
-    EXPECT_THAT(o.out, testing::EndsWith("  ]\n}\n"));
+    // The fake tree has no /proc: no processes, none hidden.
+    EXPECT_THAT(o.out, testing::EndsWith(
+                           "  ],\n  \"processes\": [],\n  \"processes_not_inspected\": 0\n}\n"));
 }
 
 TEST_F(SmiBinary, TableShowsEveryCardWithUnits) {
@@ -178,9 +184,37 @@ TEST_F(SmiBinary, TableShowsEveryCardWithUnits) {
                 HasSubstr("| Rebel100 | /dev/accel/accel0 | 0000:00:04.0 | 45.0 C | 75.0 W |"));
     EXPECT_THAT(o.out,
                 HasSubstr("| ATOM     | /dev/accel/accel1 | 0000:00:05.0 | 38.3 C | 12.3 W |"));
-    EXPECT_THAT(o.out, HasSubstr("1024 MiB"));
-    EXPECT_THAT(o.out, HasSubstr("chiplets:  0: 256 MiB, 42.0 C  1: 256 MiB, 43.0 C  "
-                                 "2: 256 MiB, 44.0 C  3: 256 MiB, 45.0 C"));
+    // This module exports no hbm_used_bytes: used is N/A, total is known.
+    EXPECT_THAT(o.out, HasSubstr("|   N/A / 1024 MiB |"));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 256 MiB, 42.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM N/A / 256 MiB, 45.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 512 MiB, 35.3 C "));
+    EXPECT_THAT(o.out, HasSubstr("| No running processes found "));
+}
+
+TEST_F(SmiBinary, TableShowsUsedHbmPerChipletWhenTheModuleExportsIt) {
+    fake.load_driver("0.1.0");
+    CardSpec a;
+    a.hbm_used = std::vector<std::uint64_t>{2ull << 20, 0, 0, 300ull << 10};
+    fake.add_card(a);
+    const Outcome o = smi({});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_THAT(o.out, HasSubstr("|     3 / 1024 MiB |"));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, 42.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM 1 / 256 MiB, largest free 255 MiB, 45.0 C "));
+}
+
+// The binary classifies fds with the real stat(): files of a fake /proc are
+// no accel nodes, whatever their fdinfo says (the fake's probe is only for
+// in-process tests).
+TEST_F(SmiBinary, RealProbeDoesNotTakeFakeProcFilesForAccelNodes) {
+    two_cards();
+    fake.add_process(4321, "train.py");
+    fake.add_fd(4321, 5, accel_dev(0), fdinfo_text(ClientSpec{}));
+    const Outcome o = smi({});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_THAT(o.out, Not(HasSubstr("train.py")));
+    EXPECT_THAT(o.out, HasSubstr("| No running processes found "));
 }
 
 TEST_F(SmiBinary, SuspendedCardShowsNaAndIsNotWoken) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <sstream>
 
 #include "cli.hpp"
@@ -14,6 +15,7 @@ namespace rbln::smi {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(JsonQuote, PlainTextIsQuoted) {
     EXPECT_EQ(json_quote("rbln-emu 0.1.0"), "\"rbln-emu 0.1.0\"");
@@ -129,8 +131,10 @@ Discovery sample() {
     c.family_name = "rebel100";
     c.chiplet_count = 4;
     c.hbm_total_bytes = 1024ull << 20;
+    const std::array<std::uint64_t, 4> used = {2ull << 20, 0, 0, 4096};
     for (unsigned i = 0; i < 4; i++)
-        c.chiplets.push_back({i, 256ull << 20, std::nullopt});
+        c.chiplets.push_back({i, 256ull << 20, std::nullopt, used[i], (256ull << 20) - used[i]});
+    c.hbm_used_bytes = (2ull << 20) + 4096;
     c.fw_version = "rbln-emu 0.1.0";
     c.fw_iface_major = 1;
     c.serial = "RBLNEMU-0001";
@@ -149,7 +153,8 @@ Discovery sample() {
     a.family_name = "atom";
     a.chiplet_count = 1;
     a.hbm_total_bytes = 16ull << 30;
-    a.chiplets = {{0, 16ull << 30, std::nullopt}};
+    a.chiplets = {{0, 16ull << 30, std::nullopt, std::nullopt, std::nullopt}}; // an older rbln.ko
+    a.hbm_used_bytes.reset();
     a.serial = "RBLNEMU-\"quoted\"";
     a.suspended = true;
     a.runtime_status = "suspended";
@@ -169,7 +174,7 @@ TEST(Views, ListHasOneLinePerCard) {
 
 TEST(Views, JsonHasNumbersAsNumbersAndNullForUnavailableTelemetry) {
     const std::string j = render_json(sample());
-    EXPECT_THAT(j, HasSubstr("\"schema_version\": 1,"));
+    EXPECT_THAT(j, HasSubstr("\"schema_version\": 2,"));
     EXPECT_THAT(
         j, HasSubstr("\"driver\": {\n    \"name\": \"rbln\",\n    \"version\": \"0.1.0\"\n  }"));
     EXPECT_THAT(j, HasSubstr("\"temperature_mc\": 45000,"));
@@ -183,7 +188,17 @@ TEST(Views, JsonHasNumbersAsNumbersAndNullForUnavailableTelemetry) {
     EXPECT_THAT(j, HasSubstr("\"runtime_status\": \"suspended\""));
     EXPECT_THAT(j, HasSubstr("\"chiplets\": [\n        {\n          \"index\": 0,\n"
                              "          \"hbm_total_bytes\": 268435456,\n"
-                             "          \"temperature_mc\": null\n        },"));
+                             "          \"temperature_mc\": null,\n"
+                             "          \"hbm_used_bytes\": 2097152,\n"
+                             "          \"hbm_largest_free_bytes\": 266338304\n        },"));
+    EXPECT_THAT(j,
+                HasSubstr("\"hbm_total_bytes\": 1073741824,\n      \"hbm_used_bytes\": 2101248,"));
+    // The ATOM card's module exports no memory counters.
+    EXPECT_THAT(j, HasSubstr("\"hbm_total_bytes\": 17179869184,\n      \"hbm_used_bytes\": null,"));
+    EXPECT_THAT(j,
+                HasSubstr("\"hbm_used_bytes\": null,\n          \"hbm_largest_free_bytes\": null"));
+    // Without a process scan the processes are unknown, not absent.
+    EXPECT_THAT(j, HasSubstr("\"processes\": null,\n  \"processes_not_inspected\": null\n}"));
 }
 
 TEST(Views, TableLinesAllHaveTheSameWidth) {
@@ -199,7 +214,8 @@ TEST(Views, TableLinesAllHaveTheSameWidth) {
         EXPECT_TRUE(line.front() == '|' || line.front() == '+') << line;
         lines++;
     }
-    EXPECT_EQ(lines, 3 + 2 + 2 * 3);
+    // header 3, titles 2, card 0: row + 4 chiplets + rule, card 1: row + 1 + rule
+    EXPECT_EQ(lines, 3 + 2 + 6 + 3);
 }
 
 TEST(Views, TableShowsVersionsUnitsAndSuspendedCards) {
@@ -209,7 +225,162 @@ TEST(Views, TableShowsVersionsUnitsAndSuspendedCards) {
     EXPECT_THAT(t, HasSubstr("| 0000:00:04.0 | 45.0 C | 75.0 W |"));
     EXPECT_THAT(t, HasSubstr("| 0000:00:05.0 |    N/A |    N/A |"));
     EXPECT_THAT(t, HasSubstr("ready (suspended)"));
-    EXPECT_THAT(t, HasSubstr("chiplets:  0: 256 MiB  1: 256 MiB  2: 256 MiB  3: 256 MiB"));
+    EXPECT_THAT(t, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB "));
+    EXPECT_THAT(t, HasSubstr("| chiplet 1: HBM 0 / 256 MiB, largest free 256 MiB "));
+    EXPECT_THAT(t, HasSubstr("| chiplet 3: HBM 1 / 256 MiB, largest free 255 MiB "));
+    EXPECT_THAT(t, Not(HasSubstr("Processes"))); // not scanned: no section
+}
+
+TEST(Views, TableShowsHbmUsedOverTotalAndNaForAnOlderModule) {
+    const std::string t = render_table(sample());
+    EXPECT_THAT(t, HasSubstr("| HBM used / total |"));
+    EXPECT_THAT(t, HasSubstr("|     3 / 1024 MiB |")); // 2 MiB + 4 KiB, rounded up
+    EXPECT_THAT(t, HasSubstr("|  N/A / 16384 MiB |"));
+    EXPECT_THAT(t, HasSubstr("| chiplet 0: HBM N/A / 16384 MiB "));
+    EXPECT_THAT(t, Not(HasSubstr("largest free 16384")));
+}
+
+TEST(Units, UsedOverTotalInMibWithUsedRoundedUp) {
+    EXPECT_EQ(format_used_total(2ull << 20, 256ull << 20), "2 / 256 MiB");
+    EXPECT_EQ(format_used_total(0, 256ull << 20), "0 / 256 MiB");
+    EXPECT_EQ(format_used_total(4096, 256ull << 20), "1 / 256 MiB");
+    EXPECT_EQ(format_used_total((2ull << 20) + 1, 256ull << 20), "3 / 256 MiB");
+    EXPECT_EQ(format_used_total(16ull << 30, 16ull << 30), "16384 / 16384 MiB");
+    EXPECT_EQ(format_used_total(std::nullopt, 256ull << 20), "N/A / 256 MiB");
+}
+
+ClientScan sample_clients() {
+    ClientScan s;
+    AccelClient a;
+    a.pid = 1234;
+    a.comm = "python3";
+    a.holders = {{1234, "python3"}, {1300, "worker"}};
+    a.info.driver = "rbln";
+    a.info.pdev = "0000:00:04.0";
+    a.info.client_id = 7;
+    a.info.hbm.resize(4);
+    a.info.hbm[0].total_bytes = 2ull << 20;
+    for (unsigned i = 1; i < 4; i++)
+        a.info.hbm[i].total_bytes = 0;
+    a.info.host.total_bytes = 64 * 1024;
+    a.info.host.resident_bytes = 4096;
+    a.info.pinned_bytes = 0;
+    a.info.asid = 5;
+    a.info.mmu_faults = 0;
+    s.clients.push_back(a);
+
+    AccelClient b;
+    b.pid = 2000;
+    b.comm = std::string("atom\x01job\xc3\xa9", 10);
+    b.holders = {{2000, b.comm}};
+    b.accel_minor = 1;
+    b.info.driver = "rbln";
+    b.info.pdev = "0000:00:05.0";
+    b.info.client_id = 9;
+    b.info.hbm.resize(1);
+    b.info.hbm[0].total_bytes = 1ull << 30;
+    s.clients.push_back(b);
+
+    AccelClient c; // a card this discovery does not know (unbound since)
+    c.pid = 3000;
+    c.comm = "orphan";
+    c.holders = {{3000, "orphan"}};
+    c.info.driver = "rbln";
+    c.info.pdev = "0000:00:09.0";
+    c.info.client_id = 11;
+    s.clients.push_back(c);
+    s.processes_denied = 3;
+    return s;
+}
+
+TEST(Views, ProcessesSectionHasOneRowPerClientWithItsCardAndMemory) {
+    const ClientScan clients = sample_clients();
+    const std::string t = render_table(sample(), &clients);
+    const auto at = t.find("| Processes ");
+    ASSERT_NE(at, std::string::npos) << t;
+    const std::string p = t.substr(at);
+    EXPECT_THAT(p,
+                HasSubstr("|  PID  Process name  NPU      HBM0  HBM1  HBM2  HBM3  Host memory "));
+    EXPECT_THAT(p,
+                HasSubstr("| 1234  python3         0     2 MiB   0 B   0 B   0 B       64 KiB "));
+    EXPECT_THAT(p, HasSubstr("|       also held by PID 1300 (worker) "));
+    // The ATOM card has one chiplet: "-" where it has none; the name is
+    // made printable for the table.
+    EXPECT_THAT(p,
+                HasSubstr("| 2000  atom?job??      1  1024 MiB     -     -     -          N/A "));
+    // Not one of the cards, and no hbm keys: NPU "?", no chiplets; a
+    // figure the kernel did not print is "N/A".
+    EXPECT_THAT(p,
+                HasSubstr("| 3000  orphan          ?         -     -     -     -          N/A "));
+    EXPECT_THAT(
+        p, HasSubstr("| 3 processes could not be inspected (permission denied; run as root) "));
+    EXPECT_THAT(p, Not(HasSubstr("No running processes found")));
+}
+
+TEST(Views, ProcessesSectionWithoutClientsSaysSo) {
+    ClientScan none;
+    const std::string t = render_table(sample(), &none);
+    EXPECT_THAT(t, HasSubstr("| No running processes found "));
+    EXPECT_THAT(t, Not(HasSubstr("could not be inspected")));
+    none.processes_denied = 1;
+    EXPECT_THAT(render_table(sample(), &none),
+                HasSubstr("| 1 process could not be inspected (permission denied; run as root) "));
+}
+
+TEST(Views, TableWithProcessesKeepsEveryLineTheSameWidth) {
+    const ClientScan clients = sample_clients();
+    std::istringstream in(render_table(sample(), &clients));
+    std::string line;
+    std::size_t width = 0;
+    while (std::getline(in, line)) {
+        if (line.empty())
+            continue; // between the device table and the Processes box
+        if (width == 0)
+            width = line.size();
+        EXPECT_EQ(line.size(), width) << "line: " << line;
+    }
+}
+
+TEST(Views, JsonListsProcessesWithHoldersCardAndBytes) {
+    const ClientScan clients = sample_clients();
+    const std::string j = render_json(sample(), &clients);
+    EXPECT_THAT(j, HasSubstr(R"("processes": [
+    {
+      "pid": 1234,
+      "name": "python3",
+      "holders": [
+        {
+          "pid": 1234,
+          "name": "python3"
+        },
+        {
+          "pid": 1300,
+          "name": "worker"
+        }
+      ],
+      "card_index": 0,
+      "pci_bdf": "0000:00:04.0",
+      "accel_minor": 0,
+      "client_id": 7,
+      "hbm": [
+        {
+          "chiplet": 0,
+          "total_bytes": 2097152,
+          "shared_bytes": null,
+          "resident_bytes": null
+        },)"));
+    EXPECT_THAT(j, HasSubstr(R"("host_memory": {
+        "total_bytes": 65536,
+        "shared_bytes": null,
+        "resident_bytes": 4096
+      },
+      "pinned_bytes": 0,
+      "asid": 5,
+      "mmu_faults": 0
+    },)"));
+    EXPECT_THAT(j, HasSubstr("\"name\": \"atom\\u0001job\xc3\xa9\""));
+    EXPECT_THAT(j, HasSubstr("\"card_index\": null,\n      \"pci_bdf\": \"0000:00:09.0\""));
+    EXPECT_THAT(j, HasSubstr("\"processes_not_inspected\": 3\n}"));
 }
 
 TEST(ExitCodes, ErrorsMapToDocumentedCodes) {

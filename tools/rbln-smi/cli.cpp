@@ -14,6 +14,7 @@
 #include "format.hpp"
 #include "rbln/detail/unique_fd.hpp"
 #include "rbln/discovery.hpp"
+#include "rbln/fdinfo.hpp"
 #include "rbln/fw_ctrl.hpp"
 #include "rbln/version.hpp"
 
@@ -23,11 +24,13 @@ namespace {
 
 constexpr std::string_view kHelp = R"(Usage: rbln-smi [OPTION]...
 Show the rbln NPU cards of this machine: identity, temperature, power,
-memory, firmware and state.  Works without root; never wakes a
+memory (per chiplet, used / total), firmware and state, and the processes
+using them with their memory (from /proc/<pid>/fdinfo).  Works without
+root (other users' processes are then counted, not shown); never wakes a
 runtime-suspended card (its telemetry shows as N/A).
 
   -L, --list                  one line per card
-  -j, --json                  JSON (schema_version 1; units in the key names)
+  -j, --json                  JSON (schema_version 2; units in the key names)
       --dump-control-block FILE
                               decode and validate a firmware-iface control
                               block dump (with -j: as JSON)
@@ -157,7 +160,8 @@ int exit_code_for(const Error& error) noexcept {
     }
 }
 
-int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
+        const Environment& env) {
     Options o;
     try {
         o = parse(args);
@@ -190,12 +194,20 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
                    "is bound to rbln (see 'dmesg | grep rbln')\n";
             return kExitNoDevice;
         }
-        if (o.json)
-            out << render_json(d);
-        else if (o.list)
+        if (o.list) {
             out << render_list(d);
-        else
-            out << render_table(d);
+        } else {
+            // After discovery, which has closed the nodes it opened, so
+            // rbln-smi never lists itself.
+            std::optional<ClientScan> clients;
+            try {
+                clients = scan_clients(Sysfs(o.root, env.char_device_probe));
+            } catch (const Error& e) {
+                err << "rbln-smi: warning: processes not shown: " << e.what() << "\n";
+            }
+            const ClientScan* c = clients ? &*clients : nullptr;
+            out << (o.json ? render_json(d, c) : render_table(d, c));
+        }
         if (o.timing) {
             const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - t0);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "rbln/error.hpp"
+#include "rbln/sysfs.hpp"
 
 namespace rbln::smi {
 
@@ -23,8 +24,15 @@ enum ExitCode : int {
 /// The exit code for an error of librbln.
 int exit_code_for(const Error& error) noexcept;
 
+/// What rbln-smi takes from its surroundings besides --root: tests inject
+/// how a /proc/<pid>/fd/<n> of a fake tree is classified.
+struct Environment {
+    CharDeviceProbe char_device_probe; ///< empty: stat()
+};
+
 /// Runs rbln-smi with @args (without argv[0]); writes the view to @out and
 /// errors to @err; returns the exit code.
-int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
+        const Environment& env = {});
 
 } // namespace rbln::smi

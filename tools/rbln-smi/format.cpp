@@ -47,15 +47,218 @@ std::string state_text(const CardInfo& c) {
     return c.suspended ? c.state + " (suspended)" : c.state;
 }
 
-std::string chiplet_summary(const CardInfo& c) {
-    std::string s = "chiplets:";
-    for (const auto& ch : c.chiplets)
-        s += "  " + std::to_string(ch.index) + ": " + format_bytes(ch.hbm_total_bytes) +
-             (ch.temperature_mc ? ", " + format_temperature(ch.temperature_mc) : "");
+// "chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, 42.0 C"
+std::string chiplet_line(const ChipletInfo& ch) {
+    std::string s = "chiplet " + std::to_string(ch.index) + ": HBM " +
+                    format_used_total(ch.hbm_used_bytes, ch.hbm_total_bytes);
+    if (ch.hbm_largest_free_bytes) // rounded down: that much surely fits
+        s += ", largest free " + std::to_string(*ch.hbm_largest_free_bytes / kMiB) + " MiB";
+    if (ch.temperature_mc)
+        s += ", " + format_temperature(ch.temperature_mc);
     return s;
 }
 
+// A process name for a fixed-width table: bytes that are not printable
+// ASCII (control characters, parts of UTF-8 sequences) become '?'.
+std::string printable(std::string_view text) {
+    std::string s;
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        s += (u < 0x20 || u >= 0x7f) ? '?' : c;
+    }
+    return s.empty() ? "?" : s;
+}
+
+// The chiplet columns of the Processes section: enough for every card and
+// every hbm<i> key a client has.
+std::size_t process_chiplet_columns(const Discovery& d, const ClientScan& scan) {
+    std::size_t n = 1;
+    for (const auto& card : d.cards)
+        n = std::max(n, card.chiplets.size());
+    for (const auto& client : scan.clients)
+        n = std::max(n, client.info.hbm.size());
+    return n;
+}
+
+// The lines of the Processes section below its title (without the box).
+std::vector<std::string> process_lines(const Discovery& d, const ClientScan& scan) {
+    const std::size_t nchip = process_chiplet_columns(d, scan);
+    std::vector<std::string> titles = {"PID", "Process name", "NPU"};
+    for (std::size_t i = 0; i < nchip; i++)
+        titles.push_back("HBM" + std::to_string(i));
+    titles.emplace_back("Host memory");
+
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> notes; // "also held by ..." under each row, or ""
+    for (const auto& client : scan.clients) {
+        const auto card = card_of(d, client);
+        std::vector<std::string> row = {std::to_string(client.pid), printable(client.comm),
+                                        card ? std::to_string(*card) : "?"};
+        const std::size_t on_card = card ? d.cards[*card].chiplets.size() : client.info.hbm.size();
+        for (std::size_t i = 0; i < nchip; i++) {
+            if (i >= on_card && i >= client.info.hbm.size())
+                row.emplace_back("-");
+            else if (i < client.info.hbm.size())
+                row.push_back(format_bytes_or_na(client.info.hbm[i].total_bytes));
+            else
+                row.emplace_back("N/A");
+        }
+        row.push_back(format_bytes_or_na(client.info.host.total_bytes));
+        rows.push_back(std::move(row));
+
+        std::string note;
+        for (std::size_t h = 1; h < client.holders.size(); h++) {
+            note += note.empty() ? "also held by PID " : ", ";
+            note += std::to_string(client.holders[h].pid) + " (" +
+                    printable(client.holders[h].comm) + ")";
+        }
+        notes.push_back(std::move(note));
+    }
+
+    std::vector<std::size_t> width;
+    width.reserve(titles.size());
+    for (const auto& t : titles)
+        width.push_back(t.size());
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); i++)
+            width[i] = std::max(width[i], row[i].size());
+    auto join = [&](const std::vector<std::string>& cells) {
+        std::string s;
+        for (std::size_t i = 0; i < cells.size(); i++) {
+            if (i != 0)
+                s += "  ";
+            s += i == 1 ? fit(cells[i], width[i]) : fit_right(cells[i], width[i]);
+        }
+        return s;
+    };
+
+    std::vector<std::string> lines;
+    lines.push_back(join(titles));
+    if (rows.empty())
+        lines.emplace_back("No running processes found");
+    for (std::size_t r = 0; r < rows.size(); r++) {
+        lines.push_back(join(rows[r]));
+        if (!notes[r].empty())
+            lines.push_back(std::string(width[0] + 2, ' ') + notes[r]);
+    }
+    if (scan.processes_denied != 0)
+        lines.push_back(std::to_string(scan.processes_denied) +
+                        (scan.processes_denied == 1 ? " process" : " processes") +
+                        " could not be inspected (permission denied; run as root)");
+    return lines;
+}
+
+void optional_value(JsonWriter& w, std::optional<std::uint64_t> v) {
+    if (v)
+        w.value(*v);
+    else
+        w.null();
+}
+
+void region_json(JsonWriter& w, const RegionUsage& r) {
+    w.key("total_bytes");
+    optional_value(w, r.total_bytes);
+    w.key("shared_bytes");
+    optional_value(w, r.shared_bytes);
+    w.key("resident_bytes");
+    optional_value(w, r.resident_bytes);
+}
+
+void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan) {
+    w.key("processes");
+    if (scan == nullptr) {
+        w.null();
+        w.key("processes_not_inspected");
+        w.null();
+        return;
+    }
+    w.begin_array();
+    for (const auto& client : scan->clients) {
+        const auto card = card_of(d, client);
+        w.begin_object();
+        w.key("pid");
+        w.value(static_cast<std::int64_t>(client.pid));
+        w.key("name");
+        w.value(client.comm);
+        w.key("holders");
+        w.begin_array();
+        for (const auto& h : client.holders) {
+            w.begin_object();
+            w.key("pid");
+            w.value(static_cast<std::int64_t>(h.pid));
+            w.key("name");
+            w.value(h.comm);
+            w.end_object();
+        }
+        w.end_array();
+        w.key("card_index");
+        if (card)
+            w.value(*card);
+        else
+            w.null();
+        w.key("pci_bdf");
+        w.value(client.info.pdev);
+        w.key("accel_minor");
+        w.value(client.accel_minor);
+        w.key("client_id");
+        optional_value(w, client.info.client_id);
+        w.key("hbm");
+        w.begin_array();
+        const std::size_t n =
+            std::max(card ? d.cards[*card].chiplets.size() : 0, client.info.hbm.size());
+        for (std::size_t i = 0; i < n; i++) {
+            w.begin_object();
+            w.key("chiplet");
+            w.value(static_cast<std::uint64_t>(i));
+            region_json(w, i < client.info.hbm.size() ? client.info.hbm[i] : RegionUsage{});
+            w.end_object();
+        }
+        w.end_array();
+        w.key("host_memory");
+        w.begin_object();
+        region_json(w, client.info.host);
+        w.end_object();
+        w.key("pinned_bytes");
+        optional_value(w, client.info.pinned_bytes);
+        w.key("asid");
+        optional_value(w, client.info.asid);
+        w.key("mmu_faults");
+        optional_value(w, client.info.mmu_faults);
+        w.end_object();
+    }
+    w.end_array();
+    w.key("processes_not_inspected");
+    w.value(scan->processes_denied);
+}
+
 } // namespace
+
+std::string format_used_total(std::optional<std::uint64_t> used, std::uint64_t total) {
+    const std::string t = std::to_string((total + kMiB / 2) / kMiB);
+    if (!used)
+        return "N/A / " + t + " MiB";
+    return std::to_string((*used + kMiB - 1) / kMiB) + " / " + t + " MiB";
+}
+
+std::string format_bytes_or_na(std::optional<std::uint64_t> bytes) {
+    return bytes ? format_bytes(*bytes) : "N/A";
+}
+
+std::optional<unsigned> card_of(const Discovery& d, const AccelClient& client) {
+    auto lower = [](std::string s) {
+        std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) {
+            return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        });
+        return s;
+    };
+    if (client.info.pdev.empty())
+        return std::nullopt;
+    const std::string pdev = lower(client.info.pdev);
+    for (const auto& c : d.cards)
+        if (lower(c.pci_bdf) == pdev)
+            return c.index;
+    return std::nullopt;
+}
 
 std::string format_temperature(std::optional<std::int64_t> millidegrees) {
     if (!millidegrees)
@@ -98,23 +301,23 @@ std::string format_uuid(const std::array<std::uint8_t, 16>& uuid) {
     return s;
 }
 
-std::string render_table(const Discovery& d) {
+std::string render_table(const Discovery& d, const ClientScan* clients) {
     struct Column {
         std::string title;
         bool right;
     };
     const std::vector<Column> columns = {
-        {"NPU", true},      {"Family", false},   {"Accel node", false},
-        {"PCI BDF", false}, {"Temp", true},      {"Power", true},
-        {"Memory", true},   {"Firmware", false}, {"State", false},
+        {"NPU", true},    {"Family", false}, {"Accel node", false},      {"PCI BDF", false},
+        {"Temp", true},   {"Power", true},   {"HBM used / total", true}, {"Firmware", false},
+        {"State", false},
     };
     std::vector<std::vector<std::string>> rows;
     rows.reserve(d.cards.size());
     for (const auto& c : d.cards)
-        rows.push_back({std::to_string(c.index), std::string(family_display_name(c.family)),
-                        c.accel_node, c.pci_bdf, format_temperature(c.temperature_mc),
-                        format_power(c.power_uw), format_bytes(c.hbm_total_bytes), c.fw_version,
-                        state_text(c)});
+        rows.push_back(
+            {std::to_string(c.index), std::string(family_display_name(c.family)), c.accel_node,
+             c.pci_bdf, format_temperature(c.temperature_mc), format_power(c.power_uw),
+             format_used_total(c.hbm_used_bytes, c.hbm_total_bytes), c.fw_version, state_text(c)});
 
     std::vector<std::size_t> width;
     width.reserve(columns.size());
@@ -124,8 +327,11 @@ std::string render_table(const Discovery& d) {
         for (std::size_t i = 0; i < row.size(); i++)
             width[i] = std::max(width[i], row[i].size());
 
+    const std::vector<std::string> procs =
+        clients != nullptr ? process_lines(d, *clients) : std::vector<std::string>{};
+
     // Inner width: cells plus " | " separators; widen the last column when
-    // the header or a chiplet line needs more.
+    // the header, a chiplet line or the Processes section needs more.
     std::size_t inner = 0;
     for (std::size_t w : width)
         inner += w + 3;
@@ -135,7 +341,10 @@ std::string render_table(const Discovery& d) {
     const std::string right = "librbln: " + std::string(library_version());
     std::size_t needed = left.size() + mid.size() + right.size() + 8;
     for (const auto& c : d.cards)
-        needed = std::max(needed, width[0] + 3 + chiplet_summary(c).size());
+        for (const auto& ch : c.chiplets)
+            needed = std::max(needed, width[0] + 3 + chiplet_line(ch).size());
+    for (const auto& p : procs)
+        needed = std::max(needed, p.size());
     if (needed > inner) {
         width.back() += needed - inner;
         inner = needed;
@@ -160,10 +369,11 @@ std::string render_table(const Discovery& d) {
                  " |";
         return s + "\n";
     };
+    auto boxed = [&](const std::string& text) { return "| " + fit(text, inner) + " |\n"; };
 
     std::string out;
     out += rule('-', false);
-    out += "| " + fit(header, inner) + " |\n";
+    out += boxed(header);
     out += rule('-', true);
     std::vector<std::string> titles;
     titles.reserve(columns.size());
@@ -174,9 +384,19 @@ std::string render_table(const Discovery& d) {
     for (std::size_t r = 0; r < rows.size(); r++) {
         out += line(rows[r]);
         const std::size_t rest = inner - width[0] - 3;
-        out += "| " + std::string(width[0], ' ') + " | " + fit(chiplet_summary(d.cards[r]), rest) +
-               " |\n";
+        for (const auto& ch : d.cards[r].chiplets)
+            out += "| " + std::string(width[0], ' ') + " | " + fit(chiplet_line(ch), rest) + " |\n";
         out += rule('-', true);
+    }
+    if (clients != nullptr) {
+        out += "\n";
+        out += rule('-', false);
+        out += boxed("Processes");
+        out += boxed(procs.front());
+        out += rule('=', false);
+        for (std::size_t i = 1; i < procs.size(); i++)
+            out += boxed(procs[i]);
+        out += rule('-', false);
     }
     return out;
 }
@@ -194,11 +414,11 @@ std::string render_list(const Discovery& d) {
     return out;
 }
 
-std::string render_json(const Discovery& d) {
+std::string render_json(const Discovery& d, const ClientScan* clients) {
     JsonWriter w;
     w.begin_object();
     w.key("schema_version");
-    w.value(1);
+    w.value(2);
     w.key("driver");
     w.begin_object();
     w.key("name");
@@ -241,6 +461,8 @@ std::string render_json(const Discovery& d) {
             w.null();
         w.key("hbm_total_bytes");
         w.value(c.hbm_total_bytes);
+        w.key("hbm_used_bytes");
+        optional_value(w, c.hbm_used_bytes);
         w.key("chiplets");
         w.begin_array();
         for (const auto& ch : c.chiplets) {
@@ -254,6 +476,10 @@ std::string render_json(const Discovery& d) {
                 w.value(*ch.temperature_mc);
             else
                 w.null();
+            w.key("hbm_used_bytes");
+            optional_value(w, ch.hbm_used_bytes);
+            w.key("hbm_largest_free_bytes");
+            optional_value(w, ch.hbm_largest_free_bytes);
             w.end_object();
         }
         w.end_array();
@@ -278,6 +504,7 @@ std::string render_json(const Discovery& d) {
         w.end_object();
     }
     w.end_array();
+    processes_json(w, d, clients);
     w.end_object();
     return w.finish();
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "rbln/discovery.hpp"
+#include "rbln/fdinfo.hpp"
 #include "rbln/fw_ctrl.hpp"
 
 namespace rbln::smi {
@@ -22,12 +23,24 @@ std::string format_iface(unsigned major, unsigned minor);
 /// "01234567-89ab-cdef-0123-456789abcdef"
 std::string format_uuid(const std::array<std::uint8_t, 16>& uuid);
 
-/// The default view: a boxed table headed by the driver and library versions.
-std::string render_table(const Discovery& discovery);
+/// "2 / 256 MiB": used (rounded up, so memory in use never shows as 0) and
+/// total in MiB; "N/A / 256 MiB" if used is unknown.
+std::string format_used_total(std::optional<std::uint64_t> used, std::uint64_t total);
+/// format_bytes(), or "N/A".
+std::string format_bytes_or_na(std::optional<std::uint64_t> bytes);
+
+/// The index of the card a client belongs to (its drm-pdev is the card's
+/// PCI BDF), nullopt if it is none of @discovery's cards.
+std::optional<unsigned> card_of(const Discovery& discovery, const AccelClient& client);
+
+/// The default view: a boxed table headed by the driver and library
+/// versions; with @clients, followed by the Processes section.
+std::string render_table(const Discovery& discovery, const ClientScan* clients = nullptr);
 /// -L: one line per card.
 std::string render_list(const Discovery& discovery);
-/// -j: the JSON document (schema_version 1).
-std::string render_json(const Discovery& discovery);
+/// -j: the JSON document (schema_version 2); without @clients,
+/// "processes" and "processes_not_inspected" are null.
+std::string render_json(const Discovery& discovery, const ClientScan* clients = nullptr);
 
 /// --dump-control-block, as text or JSON.
 std::string render_control_block(const fw::ControlBlock& cb);

@@ -414,7 +414,9 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 
 	if (args->flags & ~RBLN_BO_DEVICE_READ_ONLY)
 		return -EINVAL;
-	if (!args->size || args->size > U64_MAX - SZ_2M)
+	/* Sizes that overflow when rounded up (to 4 KiB, HBM: 2 MiB). */
+	if (!args->size || args->size > U64_MAX - (SZ_4K - 1) ||
+	    (args->region != RBLN_REGION_HOST && args->size > U64_MAX - (SZ_2M - 1)))
 		return -EINVAL;
 	size = round_up(args->size, SZ_4K);
 	switch (args->region) {
@@ -432,7 +434,9 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 	}
 	if (args->region != RBLN_REGION_HOST && size >= SZ_2M)
 		size = round_up(size, SZ_2M);
-	if (size > RBLN_VA_END - RBLN_VA_START)
+	/* HBM: larger than the chiplet (-E2BIG) is checked at allocation. */
+	if (args->region == RBLN_REGION_HOST &&
+	    size > RBLN_VA_END - RBLN_VA_START)
 		return -ENOMEM;
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;

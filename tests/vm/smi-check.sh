@@ -5,13 +5,23 @@
 # RBLN_VM_CARDS cards of family RBLN_VM_FAMILY with RBLN_VM_HBM bytes of HBM
 # per chiplet.
 #
-#   tests/vm/smi-check.sh [RBLN_SMI]    (default build/cmake/tools/rbln-smi/rbln-smi)
+#   tests/vm/smi-check.sh [RBLN_SMI [RBLN_HOLD_HBM]]
+#     (defaults build/cmake/tools/rbln-smi/rbln-smi,
+#      build/cmake/tests/umd/rbln-hold-hbm)
 #
 # - the default view, -L and -j exit 0 and show every card, its family,
-#   its chiplets and their HBM; -j is valid JSON (schema_version 1);
+#   its chiplets and their HBM used / total; -j is valid JSON
+#   (schema_version 2) whose memory figures match sysfs, with a Processes
+#   section (empty as root before anything runs, nothing hidden);
+# - once the module has GEM buffers (sysfs chiplet<i>/hbm_used_bytes): a
+#   process holding an HBM buffer (rbln-hold-hbm, with a dup()ed fd and a
+#   forked child sharing the client) is one row of the Processes section
+#   under its PID with the buffer's size on the right chiplet, the chiplet's
+#   used HBM grows by that size, nobody does not see it but counts it as
+#   not inspected, and after it is killed the row and the bytes are gone;
 # - as an unprivileged user (no access to /dev/accel/*) rbln-smi still lists
 #   the same cards from sysfs, and the card's sysfs and hwmon files are
-#   readable;
+#   readable; other users' processes are counted as not inspected;
 # - with every card unbound it exits 4 ("no device") and says so; the cards
 #   are bound again afterwards, also when a check failed;
 # - each run is timed; the figures are printed at the end, with the time
@@ -20,6 +30,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 smi=${1:-$top/build/cmake/tools/rbln-smi/rbln-smi}
+hold=${2:-$top/build/cmake/tests/umd/rbln-hold-hbm}
 py=/usr/bin/python3
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
 
@@ -83,6 +94,13 @@ bdfs=$(bound_bdfs)
 nbound=$(echo "$bdfs" | grep -c .)
 [ "$nbound" = "$cards" ] || fail "sysfs: $nbound functions bound to rbln, RBLN_VM_CARDS=$cards"
 
+# Does the module export the chiplets' memory counters (GEM buffers)?
+memory=1
+for b in $bdfs; do
+	[ -e "/sys/bus/pci/devices/$b/rbln/chiplet0/hbm_used_bytes" ] || memory=0
+done
+[ "$memory" = 1 ] || echo "# note: rbln.ko has no chiplet<i>/hbm_used_bytes: memory checks expect N/A"
+
 # ---- the default view
 if run "default" "$tmp/table" "$smi"; then
 	ok=1
@@ -92,7 +110,19 @@ if run "default" "$tmp/table" "$smi"; then
 	n=$(grep -c "| $display " "$tmp/table")
 	[ "$n" = "$cards" ] || { fail "default view: $n $display rows, want $cards"; ok=0; }
 	grep -q "Driver (rbln.ko)" "$tmp/table" || { fail "default view: no driver version"; ok=0; }
-	[ "$ok" = 1 ] && pass "default view lists $cards $display card(s)"
+	grep -q "| HBM used / total |" "$tmp/table" || { fail "default view: no HBM used / total column"; ok=0; }
+	if [ "$memory" = 1 ]; then
+		re='^\|  *\| chiplet [0-9]+: HBM [0-9]+ / [0-9]+ MiB, largest free [0-9]+ MiB'
+	else
+		re='^\|  *\| chiplet [0-9]+: HBM N/A / [0-9]+ MiB'
+	fi
+	n=$(grep -cE "$re" "$tmp/table")
+	[ "$n" = $((cards * chiplets)) ] ||
+		{ fail "default view: $n chiplet memory lines like '$re', want $((cards * chiplets))"; ok=0; }
+	grep -q '^| Processes ' "$tmp/table" || { fail "default view: no Processes section"; ok=0; }
+	grep -q '^| No running processes found ' "$tmp/table" ||
+		{ fail "default view: processes before any ran: $(grep -A4 '^| Processes' "$tmp/table")"; ok=0; }
+	[ "$ok" = 1 ] && pass "default view lists $cards $display card(s), chiplet memory, an empty Processes section"
 else
 	fail "default view: exit $? ($(head -c 300 "$tmp/table.err"))"
 fi
@@ -116,11 +146,11 @@ fi
 # check_json FILE WHO: the JSON document describes the cards of the VM.
 check_json() {
 	# shellcheck disable=SC2016
-	"$py" - "$1" "$2" "$cards" "$family" "$chiplets" "$hbm" "$bdfs" <<'EOF'
+	"$py" - "$1" "$2" "$cards" "$family" "$chiplets" "$hbm" "$bdfs" "$memory" <<'EOF'
 import json, os, sys
 
-path, who, cards, family, chiplets, hbm, bdfs = sys.argv[1:8]
-cards, chiplets, hbm = int(cards), int(chiplets), int(hbm)
+path, who, cards, family, chiplets, hbm, bdfs, memory = sys.argv[1:9]
+cards, chiplets, hbm, memory = int(cards), int(chiplets), int(hbm), memory == "1"
 bdfs = bdfs.split()
 errors = []
 
@@ -134,7 +164,7 @@ except ValueError as e:
     print(f"not ok - -j ({who}): not JSON: {e}")
     sys.exit(1)
 
-check(doc.get("schema_version") == 1, f"schema_version {doc.get('schema_version')!r}")
+check(doc.get("schema_version") == 2, f"schema_version {doc.get('schema_version')!r}")
 check(doc.get("driver", {}).get("name") == "rbln", f"driver {doc.get('driver')!r}")
 check(bool(doc.get("driver", {}).get("version")), "no driver version")
 cs = doc.get("cards")
@@ -151,10 +181,26 @@ for c in cs:
     check(c.get("chiplet_count") == chiplets, f"{n}: chiplet_count {c.get('chiplet_count')}")
     ch = c.get("chiplets") or []
     check(len(ch) == chiplets, f"{n}: {len(ch)} chiplet entries")
+    used_sum = 0
     for i, x in enumerate(ch):
         check(x.get("index") == i, f"{n}: chiplet {i} has index {x.get('index')}")
         check(x.get("hbm_total_bytes") == hbm,
               f"{n}: chiplet {i} HBM {x.get('hbm_total_bytes')}, want {hbm}")
+        used, free = x.get("hbm_used_bytes"), x.get("hbm_largest_free_bytes")
+        if not memory:
+            check(used is None and free is None,
+                  f"{n}: chiplet {i}: used {used!r}, free {free!r}: want null without sysfs files")
+            continue
+        s_used = int(open(f"/sys/bus/pci/devices/{n}/rbln/chiplet{i}/hbm_used_bytes").read())
+        check(isinstance(used, int) and 0 <= used <= hbm,
+              f"{n}: chiplet {i} hbm_used_bytes {used!r} outside 0..{hbm}")
+        check(used == s_used, f"{n}: chiplet {i} hbm_used_bytes {used!r}, sysfs says {s_used}")
+        check(isinstance(free, int) and isinstance(used, int) and 0 <= free <= hbm - used,
+              f"{n}: chiplet {i} hbm_largest_free_bytes {free!r} with {used!r} of {hbm} used")
+        used_sum += used if isinstance(used, int) else 0
+    cu = c.get("hbm_used_bytes")
+    check(cu == (used_sum if memory else None),
+          f"{n}: card hbm_used_bytes {cu!r}, its chiplets' sum {used_sum}")
     check(c.get("hbm_total_bytes") == hbm * chiplets,
           f"{n}: hbm_total_bytes {c.get('hbm_total_bytes')}, want {hbm * chiplets}")
     node = c.get("accel_node") or ""
@@ -168,6 +214,17 @@ for c in cs:
     check(isinstance(t, int) and 0 < t <= 110000, f"{n}: temperature_mc {t!r}")
     p = c.get("power_uw")
     check(isinstance(p, int) and 0 < p < 2000000000, f"{n}: power_uw {p!r}")
+
+procs, hidden = doc.get("processes"), doc.get("processes_not_inspected")
+check(isinstance(procs, list), f"processes {procs!r}, want a list")
+if who == "root":
+    # Nothing holds a card yet, and root can inspect every process.
+    check(procs == [], f"processes before any ran: {procs!r}")
+    check(hidden == 0, f"processes_not_inspected {hidden!r}, want 0 for root")
+else:
+    # init at least is another user's process.
+    check(isinstance(hidden, int) and hidden >= 1,
+          f"processes_not_inspected {hidden!r}, want >= 1 for {who}")
 
 for e in errors:
     print(f"not ok - -j ({who}): {e}")
@@ -184,6 +241,164 @@ else
 	fail "-j: exit $? ($(head -c 300 "$tmp/json.err"))"
 fi
 
+# ---- a process holding an HBM buffer shows up in the Processes section
+holder=
+stop_holder() {
+	if [ -n "$holder" ]; then
+		kill "$holder" 2>/dev/null
+		wait "$holder" 2>/dev/null
+		holder=
+	fi
+}
+
+# check_holder FILE WHO: FILE (rbln-smi -j while the holder runs) shows the
+# buffer in card 0's used HBM; for root, one client under the holder's PID
+# with the child as a second holder; for anyone else, no such row and at
+# least the two processes counted as not inspected.
+check_holder() {
+	"$py" - "$1" "$2" "$hpid" "$hchild" "$hbytes" "$hchip" "$tmp/json" <<'EOF'
+import json, sys
+
+path, who, pid, child, size, chip, before = sys.argv[1:8]
+pid, child, size, chip = int(pid), int(child), int(size), int(chip)
+doc, base = json.load(open(path)), json.load(open(before))
+errors = []
+
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+
+c0, b0 = doc["cards"][0], base["cards"][0]
+grown = c0["chiplets"][chip]["hbm_used_bytes"] - b0["chiplets"][chip]["hbm_used_bytes"]
+check(grown == size, f"card 0 chiplet {chip}: hbm_used_bytes grew by {grown}, want {size}")
+grown = c0["hbm_used_bytes"] - b0["hbm_used_bytes"]
+check(grown == size, f"card 0: hbm_used_bytes grew by {grown}, want {size}")
+procs = doc.get("processes") or []
+mine = [p for p in procs if p.get("pid") in (pid, child)]
+hidden = doc.get("processes_not_inspected")
+if who == "root":
+    check(len(mine) == 1, f"{len(mine)} rows for PIDs {pid} and {child}, want 1: {mine!r}")
+    check(hidden == 0, f"processes_not_inspected {hidden!r}")
+    for p in mine:
+        check(p.get("pid") == pid, f"the row is under PID {p.get('pid')}, want the lowest, {pid}")
+        check(p.get("name") == "rbln-hold-hbm", f"name {p.get('name')!r}")
+        hp = [h.get("pid") for h in p.get("holders", [])]
+        check(hp == [pid, child], f"holders {hp}, want [{pid}, {child}]")
+        check(p.get("card_index") == 0, f"card_index {p.get('card_index')!r}, want 0")
+        check(p.get("pci_bdf") == c0["pci_bdf"], f"pci_bdf {p.get('pci_bdf')!r}")
+        hbm = p.get("hbm") or []
+        check(len(hbm) == len(c0["chiplets"]), f"{len(hbm)} hbm entries")
+        for h in hbm:
+            want = size if h.get("chiplet") == chip else 0
+            check(h.get("total_bytes") == want and h.get("resident_bytes") == want,
+                  f"hbm{h.get('chiplet')}: total {h.get('total_bytes')!r}, "
+                  f"resident {h.get('resident_bytes')!r}, want {want}")
+        check(isinstance(p.get("client_id"), int), f"client_id {p.get('client_id')!r}")
+        check(isinstance(p.get("asid"), int) and p["asid"] > 0, f"asid {p.get('asid')!r}")
+        check(p.get("mmu_faults") == 0, f"mmu_faults {p.get('mmu_faults')!r}")
+else:
+    check(mine == [], f"{who} sees root's client: {mine!r}")
+    check(isinstance(hidden, int) and hidden >= 2,
+          f"processes_not_inspected {hidden!r}, want >= 2 (the holder and its child)")
+for e in errors:
+    print(f"not ok - holder, -j as {who}: {e}")
+if errors:
+    sys.exit(1)
+if who == "root":
+    print(f"ok - holder, -j as root: one client under PID {pid} (child {child} a holder), "
+          f"{size} bytes on chiplet {chip}, card used HBM grew by as much")
+else:
+    print(f"ok - holder, -j as {who}: not shown, {hidden} processes not inspected")
+EOF
+}
+
+if [ "$memory" != 1 ]; then
+	echo "# skip - Processes section with an HBM buffer: rbln.ko has no GEM buffers yet"
+elif [ ! -x "$hold" ]; then
+	fail "no helper at $hold (build tests/umd)"
+else
+	trap stop_holder EXIT
+	node0=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cards"][0]["accel_node"])' \
+		"$tmp/json")
+	hchip=$((chiplets - 1)) # the last chiplet: on Rebel100 the column must be the right one
+	"$hold" "$node0" $((4 << 20)) "$hchip" --fork >"$tmp/hold.out" 2>"$tmp/hold.err" &
+	holder=$!
+	for _ in $(seq 300); do
+		grep -q '^ready ' "$tmp/hold.out" && break
+		kill -0 "$holder" 2>/dev/null || break
+		sleep 0.1
+	done
+	line=$(grep '^ready ' "$tmp/hold.out")
+	if [ -z "$line" ]; then
+		fail "rbln-hold-hbm $node0: not ready ($(head -c 300 "$tmp/hold.err"))"
+		stop_holder
+	else
+		echo "# rbln-hold-hbm: $line"
+		hpid=$(echo "$line" | sed -n 's/.* pid=\([0-9]*\).*/\1/p')
+		hchild=$(echo "$line" | sed -n 's/.* child=\([0-9]*\).*/\1/p')
+		hbytes=$(echo "$line" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
+		[ "$hpid" = "$holder" ] || fail "rbln-hold-hbm says it is PID $hpid, started as $holder"
+
+		if run "-j with a holder" "$tmp/json-hold" "$smi" -j; then
+			check_holder "$tmp/json-hold" root || fails=$((fails + 1))
+		else
+			fail "-j with a holder: exit $? ($(head -c 300 "$tmp/json-hold.err"))"
+		fi
+
+		if run "default with a holder" "$tmp/table-hold" "$smi"; then
+			ok=1
+			procs=$(sed -n '/^| Processes /,$p' "$tmp/table-hold")
+			mib=$((hbytes >> 20))
+			echo "$procs" | grep -qE "^\| +$hpid  rbln-hold-hbm +0 .* $mib MiB " ||
+				{ fail "table: no row for PID $hpid with $mib MiB: $procs"; ok=0; }
+			echo "$procs" | grep -q "also held by PID $hchild (rbln-hold-hbm)" ||
+				{ fail "table: child $hchild not listed as another holder: $procs"; ok=0; }
+			! echo "$procs" | grep -qE "^\| +$hchild  " ||
+				{ fail "table: child $hchild has a row of its own (one client counted twice)"; ok=0; }
+			[ "$ok" = 1 ] && pass "table: PID $hpid holds $mib MiB on chiplet $hchip, child $hchild listed under it"
+		else
+			fail "default with a holder: exit $? ($(head -c 300 "$tmp/table-hold.err"))"
+		fi
+
+		if run "-j as nobody with a holder" "$tmp/json-hold-nobody" "${nobody[@]}" "$smi" -j; then
+			check_holder "$tmp/json-hold-nobody" nobody || fails=$((fails + 1))
+		else
+			fail "-j as nobody with a holder: exit $? ($(head -c 300 "$tmp/json-hold-nobody.err"))"
+		fi
+		if run "default as nobody with a holder" "$tmp/table-hold-nobody" "${nobody[@]}" "$smi"; then
+			msg=$(grep -oE '^\| [0-9]+ processes could not be inspected \(permission denied; run as root\)' \
+				"$tmp/table-hold-nobody")
+			if [ -n "$msg" ] && ! grep -qE "^\| +$hpid  " "$tmp/table-hold-nobody"; then
+				pass "table as nobody: the holder is not shown; '${msg#| }'"
+			else
+				fail "table as nobody: $(sed -n '/^| Processes /,$p' "$tmp/table-hold-nobody")"
+			fi
+		else
+			fail "default as nobody with a holder: exit $?"
+		fi
+
+		stop_holder
+		if run "-j after the holder" "$tmp/json-after" "$smi" -j &&
+			"$py" - "$tmp/json-after" "$tmp/json" <<'EOF'; then
+import json, sys
+
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+
+def used(d):
+    return [[c["hbm_used_bytes"] for c in card["chiplets"]] for card in d["cards"]]
+
+if a["processes"] != [] or used(a) != used(b):
+    print(f"# after: processes {a['processes']!r}, used {used(a)}; before: used {used(b)}")
+    sys.exit(1)
+EOF
+			pass "after the holder is killed: no processes, HBM used as before"
+		else
+			fail "after the holder is killed: a row or its HBM bytes remain"
+		fi
+	fi
+	trap - EXIT
+fi
+
 # ---- as nobody: no access to the node, sysfs and hwmon suffice
 for b in $bdfs; do
 	for n in /sys/class/accel/accel*; do
@@ -194,7 +409,9 @@ for b in $bdfs; do
 		fi
 	done
 	ok=1
-	for f in family chiplet_count hbm_total_bytes fw_version fw_iface_version serial state; do
+	files="family chiplet_count hbm_total_bytes fw_version fw_iface_version serial state"
+	[ "$memory" = 1 ] && files="$files chiplet0/hbm_used_bytes chiplet0/hbm_largest_free_bytes"
+	for f in $files; do
 		v=$("${nobody[@]}" cat "/sys/bus/pci/devices/$b/rbln/$f" 2>&1) ||
 			{ fail "nobody: cannot read $b/rbln/$f: $v"; ok=0; }
 	done

@@ -10,7 +10,9 @@
 # rbln_get_info_test only).
 #
 # Meant for the rbln VM: tools/vm/rbln-vm -- tests/kselftest/run.sh build/cmake/tests/kselftest
-# Read-only tests run first, the ones that unbind and fault cards last.  After
+# Read-only tests run first, then the memory tests (buffers, VMs, PRIME:
+# they change no card state that outlives them), the ones that unbind and
+# fault cards last.  After
 # each binary every card must be bound to rbln again (the tests restore it in
 # their teardown; a card left unbound is a failure of that binary).  The TAP
 # output of each binary is copied to $RBLN_VM_RESULTS/kselftest/ when set.
@@ -19,7 +21,10 @@ set -u
 
 bindir=${1:-build/cmake/tests/kselftest}
 [ $# -gt 0 ] && shift
-all="rbln_get_info_test rbln_uapi_errors_test rbln_sysfs_test rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
+all="rbln_get_info_test rbln_uapi_errors_test rbln_sysfs_test
+rbln_bo_test rbln_bo_errors_test rbln_mem_stats_test rbln_userptr_test
+rbln_coherence_test rbln_mmu_fault_test rbln_isolation_test rbln_prime_test
+rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
 tests=
 for t in $all; do
 	if [ $# -eq 0 ]; then

@@ -246,7 +246,6 @@ struct drm_rbln_info_vm {
  *	chiplet the buffer was placed on (0 for host buffers).
  * @flags: RBLN_BO_* flags.
  * @handle: out: GEM handle (close with DRM_IOCTL_GEM_CLOSE).
- * @pad: zero.
  * @device_va: out: device VA of the buffer in the caller's VM.
  *
  * Host buffers get their pages on first use, by the CPU (mmap) or the card

@@ -411,25 +411,46 @@ TEST_F(coh, malformed_requests_are_einval_and_fault_nothing)
 	}
 }
 
-TEST_F(coh, decimal_and_hex_numbers_are_accepted)
+/* Sends @req (a read of 8 bytes at offset 16); true if it read them. */
+static bool read_req_works(struct __test_metadata *_metadata, int vfd,
+			   const char *req)
+{
+	unsigned char buf[8];
+	long n = rbln_vm_request(vfd, req, strlen(req));
+
+	TH_LOG("\"%.*s\": %s", (int)strlen(req) - 1, req,
+	       n < 0 ? strerror((int)-n) : "ok");
+	if (n != (long)strlen(req))
+		return false;
+	return read(vfd, buf, sizeof(buf)) == 8 &&
+	       rbln_pattern_check(buf, 8, 5, 16) == -1;
+}
+
+TEST_F(coh, numbers_in_c_notation_are_accepted_in_every_field)
 {
 	for (int i = 0; i < self->count; i++) {
 		struct drm_rbln_bo_create c;
-		unsigned char buf[8];
+		unsigned long long va;
+		__u32 asid = self->vm[i].asid;
 		char req[128];
-		int n;
 
 		ASSERT_EQ(0, rbln_bo_create(self->fd[i], 4096, RBLN_REGION_HBM,
 					    0, 0, &c));
-		rbln_card_writes(_metadata, self->vfd[i], self->vm[i].asid,
-				 c.device_va, 4096, 5, 0, "hex");
-		/* decimal VA and hex length */
-		n = snprintf(req, sizeof(req), "r %u %llu 0x8\n",
-			     self->vm[i].asid,
-			     (unsigned long long)c.device_va + 16);
-		ASSERT_EQ(n, rbln_vm_request(self->vfd[i], req, n));
-		ASSERT_EQ(8, read(self->vfd[i], buf, sizeof(buf)));
-		EXPECT_EQ(-1, rbln_pattern_check(buf, 8, 5, 16));
+		va = c.device_va + 16;
+		rbln_card_writes(_metadata, self->vfd[i], asid, c.device_va,
+				 4096, 5, 0, "numbers");
+		snprintf(req, sizeof(req), "r %u 0x%llx 8\n", asid, va);
+		EXPECT_TRUE(read_req_works(_metadata, self->vfd[i], req));
+		snprintf(req, sizeof(req), "r %u %llu 8\n", asid, va);
+		EXPECT_TRUE(read_req_works(_metadata, self->vfd[i], req));
+		snprintf(req, sizeof(req), "r %u 0%llo 8\n", asid, va);
+		EXPECT_TRUE(read_req_works(_metadata, self->vfd[i], req));
+		snprintf(req, sizeof(req), "r %u 0x%llx 0x8\n", asid, va);
+		EXPECT_TRUE(read_req_works(_metadata, self->vfd[i], req))
+		TH_LOG("length in hex");
+		snprintf(req, sizeof(req), "r 0x%x 0x%llx 8\n", asid, va);
+		EXPECT_TRUE(read_req_works(_metadata, self->vfd[i], req))
+		TH_LOG("asid in hex");
 	}
 }
 

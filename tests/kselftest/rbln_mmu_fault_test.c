@@ -302,25 +302,6 @@ TEST_F(mmu, access_running_off_the_end_of_a_buffer_faults_and_moves_nothing)
 	}
 }
 
-TEST_F(mmu, va_beyond_48_bits_faults_bad_va)
-{
-	for (int i = 0; i < self->count; i++) {
-		struct drm_rbln_info_vm vm;
-		int fd = new_file(_metadata, &self->nodes[i], &vm);
-		unsigned char buf[8];
-
-		EXPECT_EQ(-EFAULT, rbln_vm_read(self->vfd[i], vm.asid,
-						1ull << 48, buf, sizeof(buf)));
-		EXPECT_EQ(-EFAULT, rbln_vm_read(self->vfd[i], vm.asid,
-						0xffff800000001000ull, buf,
-						sizeof(buf)));
-		rbln_expect_fault(_metadata, fd, 2, 1ull << 48,
-				  RBLN_ACCESS_READ, RBLN_MMU_BAD_VA,
-				  "VA bit 48");
-		close(fd);
-	}
-}
-
 TEST_F(mmu, fault_count_counts_every_fault_and_the_first_is_kept)
 {
 	for (int i = 0; i < self->count; i++) {
@@ -400,6 +381,47 @@ TEST_F(mmu, address_space_of_a_closed_file_is_gone_from_the_card)
 		TH_LOG("asid %u of a closed file", va.asid);
 		rbln_expect_no_fault(_metadata, b, "B");
 		close(b);
+	}
+}
+
+/*
+ * A range that runs past va_end must fault like any unmapped range (the
+ * driver must not take the end of its VA allocator for a buffer).  Last in
+ * this file, so that if the kernel dies here the other results are out.
+ */
+TEST_F(mmu, range_running_past_the_end_of_the_va_space_faults)
+{
+	for (int i = 0; i < self->count; i++) {
+		struct drm_rbln_info_vm vm;
+		int fd = new_file(_metadata, &self->nodes[i], &vm);
+		unsigned char buf[8];
+
+		EXPECT_EQ(-EFAULT, rbln_vm_read(self->vfd[i], vm.asid,
+						vm.va_end - 4, buf,
+						sizeof(buf)));
+		rbln_expect_fault(_metadata, fd, 1, vm.va_end - 4,
+				  RBLN_ACCESS_READ, RBLN_MMU_NOT_MAPPED,
+				  "across va_end");
+		close(fd);
+	}
+}
+
+TEST_F(mmu, va_beyond_48_bits_faults_bad_va)
+{
+	for (int i = 0; i < self->count; i++) {
+		struct drm_rbln_info_vm vm;
+		int fd = new_file(_metadata, &self->nodes[i], &vm);
+		unsigned char buf[8];
+
+		EXPECT_EQ(-EFAULT, rbln_vm_read(self->vfd[i], vm.asid,
+						1ull << 48, buf, sizeof(buf)));
+		EXPECT_EQ(-EFAULT, rbln_vm_read(self->vfd[i], vm.asid,
+						0xffff800000001000ull, buf,
+						sizeof(buf)));
+		rbln_expect_fault(_metadata, fd, 2, 1ull << 48,
+				  RBLN_ACCESS_READ, RBLN_MMU_BAD_VA,
+				  "VA bit 48");
+		close(fd);
 	}
 }
 

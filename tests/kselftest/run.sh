@@ -23,8 +23,8 @@ bindir=${1:-build/cmake/tests/kselftest}
 [ $# -gt 0 ] && shift
 all="rbln_get_info_test rbln_uapi_errors_test rbln_sysfs_test
 rbln_bo_test rbln_bo_errors_test rbln_mem_stats_test rbln_userptr_test
-rbln_hbm_full_test rbln_coherence_test rbln_mmu_fault_test rbln_isolation_test
-rbln_prime_test
+rbln_hbm_full_test rbln_coherence_test rbln_isolation_test rbln_prime_test
+rbln_mmu_fault_test
 rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
 tests=
 for t in $all; do

@@ -33,7 +33,7 @@ TEST(ControlBlock, IdentityIsPublishedBeforeTheHostLooks) {
     const rbln_fw_ctrl& c = h.ctrl();
     EXPECT_EQ(c.magic, RBLN_FW_MAGIC);
     EXPECT_EQ(c.iface_major, 1);
-    EXPECT_EQ(c.iface_minor, 0);
+    EXPECT_EQ(c.iface_minor, 1);
     EXPECT_EQ(c.ctrl_size, sizeof(rbln_fw_ctrl));
     EXPECT_EQ(c.family, RBLN_FW_FAMILY_REBEL100);
     EXPECT_EQ(c.chiplet_count, 4U);
@@ -143,7 +143,7 @@ TEST(Handshake, UnsupportedHostMajorFaultsWithBadIface) {
     FakeHost h;
     h.configure(8, FakeHost::kSq, FakeHost::kCq, FakeHost::kEv, 2);
     h.host_ready();
-    expect_fault(h, RBLN_FW_FAULT_BAD_IFACE, "interface 2.0");
+    expect_fault(h, RBLN_FW_FAULT_BAD_IFACE, "host interface 2." /* any minor */);
 }
 
 TEST(Handshake, UnknownHostCtrlBitsFaultWithBadIface) {

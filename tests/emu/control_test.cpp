@@ -8,6 +8,7 @@
 
 #include "control.h"
 #include "fake_host.h"
+#include "page_table_builder.h"
 
 using namespace rbln::emu;
 using rbln::emu::test::FakeHost;
@@ -63,6 +64,43 @@ TEST_F(Control, StatusReportsEveryDocumentedKey) {
     EXPECT_EQ(s["heartbeat"], "1");
     EXPECT_EQ(s["admin_requests"], "2");
     EXPECT_EQ(s["bad_requests"], "1");
+}
+
+TEST_F(Control, StatusReportsTheMmuCountersAfterTheOlderKeys) {
+    auto s = status();
+    for (const char* key :
+         {"vm_bound", "mmu_faults", "tlb_hits", "tlb_misses", "tlb_invalidations"})
+        EXPECT_EQ(s[key], "0") << key;
+    // Appended after the keys of v1: serial is no longer last.
+    const std::string reply = run("status");
+    EXPECT_LT(reply.find(" serial="), reply.find(" vm_bound="));
+
+    h.boot(8);
+    rbln::emu::test::PageTableBuilder pt(h.memory(), 0x100000, 0x10000);
+    const std::uint64_t va = rbln::emu::test::make_va(0, 0, 0, 1);
+    pt.map_4k(va, 0x200000, rbln::emu::test::kPteRw);
+    auto req = FakeHost::request(RBLN_FW_OP_VM_BIND);
+    req.args[0] = 3;
+    req.args[1] = static_cast<std::uint32_t>(pt.root());
+    (void)h.submit(req);
+    req = FakeHost::request(RBLN_FW_OP_DEBUG_ACCESS, FakeHost::kData, 8);
+    req.args[0] = 3;
+    req.args[1] = RBLN_FW_ACCESS_READ;
+    req.args[2] = static_cast<std::uint32_t>(va);
+    (void)h.submit(req); // walks
+    (void)h.submit(req); // hits
+    req.args[2] += 0x1000;
+    (void)h.submit(req); // not mapped
+    req = FakeHost::request(RBLN_FW_OP_TLB_INVALIDATE);
+    req.args[0] = 3;
+    (void)h.submit(req);
+    s = status();
+    EXPECT_EQ(s["vm_bound"], "1");
+    EXPECT_EQ(s["mmu_faults"], "1");
+    EXPECT_EQ(s["tlb_hits"], "1");
+    EXPECT_EQ(s["tlb_misses"], "2");
+    EXPECT_EQ(s["tlb_invalidations"], "1");
+    EXPECT_EQ(s["bad_requests"], "0"); // a fault is not a bad request
 }
 
 TEST_F(Control, StatusWithArgumentsIsAnError) {

@@ -5,13 +5,17 @@
 
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "card.h"
 #include "guest_memory.h"
 #include "log.h"
 #include "options.h"
+#include "unique_fd.h"
 
 namespace rbln::emu::test {
 
@@ -24,26 +28,38 @@ inline Options test_options(Family family = Family::rebel100) {
     return opt;
 }
 
+// The whole memory BAR (control block and HBM) like the emulator's, as
+// untouched anonymous memory: only the pages a test uses cost anything.
+inline Mapping make_test_bar(Family family) {
+    const std::uint64_t size = make_identity(test_options(family), 0).layout.bar_size;
+    void* addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (addr == MAP_FAILED)
+        throw std::runtime_error("cannot map the test BAR");
+    return {addr, size};
+}
+
 class FakeHost {
 public:
-    static constexpr std::uint64_t kRamSize = 1ULL << 20;
+    static constexpr std::uint64_t kRamSize = 8ULL << 20;
     static constexpr std::uint64_t kSq = 0x10000;
     static constexpr std::uint64_t kCq = 0x20000;
     static constexpr std::uint64_t kEv = 0x30000;
     static constexpr std::uint64_t kData = 0x40000; // request data buffers
 
     explicit FakeHost(Family family = Family::rebel100)
-        : bar_(sizeof(rbln_fw_ctrl) / sizeof(std::uint64_t)), ram_(kRamSize), mem_(ram_, kRamSize),
+        : bar_(make_test_bar(family)), ram_(kRamSize), mem_(ram_, kRamSize),
           log_(LogLevel::debug,
                [this](LogLevel, std::string_view line) { log_lines.emplace_back(line); }),
           card(
               make_identity(test_options(family), 0),
-              std::span<std::byte>(reinterpret_cast<std::byte*>(bar_.data()),
-                                   bar_.size() * sizeof(std::uint64_t)),
-              mem_, [this](unsigned v) { irqs.push_back(v); }, log_, [this] { return clock_ns; }) {}
+              std::span<std::byte>(bar_.data(), bar_.size()), mem_,
+              [this](unsigned v) { irqs.push_back(v); }, log_, [this] { return clock_ns; }) {}
 
     rbln_fw_ctrl& ctrl() { return *reinterpret_cast<rbln_fw_ctrl*>(bar_.data()); }
     std::byte* ram(std::uint64_t gpa) { return ram_.data() + gpa; }
+    // The memory BAR at `offset` (HBM of chiplet i at ctrl().hbm[i]).
+    std::byte* bar(std::uint64_t offset) { return bar_.data() + offset; }
     GuestMemory& memory() { return mem_; }
 
     // Step 2 of the handshake, without ringing.
@@ -152,7 +168,7 @@ public:
     }
 
 private:
-    std::vector<std::uint64_t> bar_; // 8-byte aligned control block
+    Mapping bar_; // page aligned
     std::vector<std::byte> ram_;
     SpanGuestMemory mem_;
     std::uint32_t entries_ = 0;

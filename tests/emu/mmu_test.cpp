@@ -242,6 +242,10 @@ struct BadEntry {
     std::uint64_t bits; // ORed into it
 };
 
+void PrintTo(const BadEntry& b, std::ostream* os) {
+    *os << b.name;
+}
+
 class MmuBadEntry : public MmuTest, public ::testing::WithParamInterface<BadEntry> {};
 
 TEST_P(MmuBadEntry, MalformedEntryIsBadEntry) {

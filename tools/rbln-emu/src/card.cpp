@@ -122,7 +122,7 @@ const char* Card::state_name(std::uint32_t state) {
 Card::Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, IrqFn irq,
            Logger& log, ClockFn clock)
     : id_(std::move(identity)), ctrl_(nullptr), ram_(ram), irq_(std::move(irq)), log_(log),
-      clock_(std::move(clock)), telemetry_(default_telemetry()) {
+      clock_(std::move(clock)), telemetry_(default_telemetry()), mmu_(ram, bar, id_.layout) {
     if (bar.size() < sizeof(rbln_fw_ctrl))
         throw std::invalid_argument("BAR smaller than the control block");
     if (reinterpret_cast<std::uintptr_t>(bar.data()) % alignof(rbln_fw_ctrl) != 0)
@@ -130,6 +130,17 @@ Card::Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, Ir
     ctrl_ = reinterpret_cast<rbln_fw_ctrl*>(bar.data());
     start_ns_ = now_ns();
     init_control_block();
+}
+
+CardStats Card::stats() const {
+    CardStats s = stats_;
+    const MmuStats& m = mmu_.stats();
+    s.mmu_faults = m.faults;
+    s.tlb_hits = m.tlb_hits;
+    s.tlb_misses = m.tlb_misses;
+    s.tlb_invalidations = m.tlb_invalidations;
+    s.vm_bound = mmu_.bound_count();
+    return s;
 }
 
 std::uint64_t Card::now_ns() const {
@@ -225,6 +236,7 @@ bool ranges_overlap(std::uint64_t a, std::uint64_t b, std::uint64_t len) {
 
 void Card::handshake(std::uint32_t host_ctrl, std::uint32_t gen) {
     rings_.reset();
+    drop_bindings();
     set_state(RBLN_FW_STATE_BOOTING);
     const std::uint16_t major = host_read(ctrl_->host_iface_major);
     const std::uint16_t minor = host_read(ctrl_->host_iface_minor);
@@ -304,6 +316,7 @@ void Card::handshake(std::uint32_t host_ctrl, std::uint32_t gen) {
 void Card::reset() {
     const std::uint32_t old = state_;
     rings_.reset();
+    drop_bindings();
     fault_code_ = RBLN_FW_FAULT_NONE;
     fault_reason_.clear();
     card_write(ctrl_->fault_code, std::uint32_t{RBLN_FW_FAULT_NONE});
@@ -311,6 +324,12 @@ void Card::reset() {
     card_write(ctrl_->admin_sq_head, std::uint32_t{0});
     set_state(RBLN_FW_STATE_RESET);
     log_.info("reset by the host (was %s)", state_name(old));
+}
+
+void Card::drop_bindings() {
+    if (mmu_.bound_count() != 0)
+        log_.info("MMU: %u address space(s) unbound", mmu_.bound_count());
+    mmu_.reset();
 }
 
 void Card::enter_fault(std::uint32_t code, std::string_view reason) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// The card's firmware model (firmware-iface v1): control block, boot
-// handshake, admin ring, event ring, telemetry and heartbeat.
+// The card's firmware model (firmware-iface v1.1): control block, boot
+// handshake, admin ring, event ring, telemetry and heartbeat, and the MMU
+// (mmu.h) with its admin requests.
 //
 // Independent of the transport: it sees the control block (a span of the
 // BAR), guest RAM through GuestMemory, and raises MSI-X vectors through a
@@ -23,6 +24,7 @@
 #include "bar_layout.h"
 #include "guest_memory.h"
 #include "log.h"
+#include "mmu.h"
 #include "options.h"
 #include "rbln_fw_admin.h"
 #include "rbln_fw_ctrl.h"
@@ -75,6 +77,12 @@ struct CardStats {
     std::uint64_t irqs = 0;
     std::uint64_t cq_stalls = 0; // times the completion ring was full
     std::array<std::uint64_t, RBLN_FW_MAX_CHIPLETS> chiplet_resets{};
+    // The MMU (from Mmu::stats(), see mmu.h).
+    std::uint64_t mmu_faults = 0;
+    std::uint64_t tlb_hits = 0;
+    std::uint64_t tlb_misses = 0;
+    std::uint64_t tlb_invalidations = 0;
+    std::uint32_t vm_bound = 0; // ASIDs bound now
 };
 
 class Card {
@@ -83,6 +91,8 @@ public:
     using ClockFn = std::function<std::uint64_t()>; // monotonic ns
 
     // `bar` must hold at least the control block; it is initialized here.
+    // LOCAL pages of the MMU resolve into the rest of it (HBM); a page
+    // beyond `bar` is BAD_ADDRESS.
     Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, IrqFn irq, Logger& log,
          ClockFn clock = {});
 
@@ -95,11 +105,15 @@ public:
     [[nodiscard]] std::uint32_t fault_code() const { return fault_code_; }
     [[nodiscard]] const std::string& fault_reason() const { return fault_reason_; }
     [[nodiscard]] std::uint64_t heartbeat() const { return heartbeat_; }
-    [[nodiscard]] const CardStats& stats() const { return stats_; }
+    [[nodiscard]] CardStats stats() const;
     [[nodiscard]] const CardIdentity& identity() const { return id_; }
     [[nodiscard]] const Telemetry& telemetry() const { return telemetry_; }
     [[nodiscard]] bool no_response() const { return no_response_; }
     [[nodiscard]] bool rings_configured() const { return rings_.has_value(); }
+    // Every card-side access by VA goes through it.  Bindings are dropped
+    // by the card's reset and by a new handshake.
+    [[nodiscard]] Mmu& mmu() { return mmu_; }
+    [[nodiscard]] const Mmu& mmu() const { return mmu_; }
 
     // Control interface.
     void set_card_temp(std::int32_t temp_mc);
@@ -145,10 +159,19 @@ private:
     void handle_ctrl();
     void handshake(std::uint32_t host_ctrl, std::uint32_t host_gen);
     void reset();
+    void drop_bindings(); // and the whole TLB
     void enter_fault(std::uint32_t code, std::string_view reason);
     void set_state(std::uint32_t state);
     void process_admin();
     Outcome execute(const rbln_fw_admin_req& req);
+    static Outcome failed(std::uint16_t status, const char* why);
+    Outcome vm_bind(const rbln_fw_admin_req& req);
+    Outcome vm_unbind(const rbln_fw_admin_req& req);
+    Outcome tlb_invalidate(const rbln_fw_admin_req& req);
+    Outcome debug_access(const rbln_fw_admin_req& req);
+    // An MMU fault of the debug access: the event, before the completion.
+    void report_mmu_fault(std::uint32_t asid, const MmuFault& fault, std::uint64_t source,
+                          std::uint32_t chiplet);
     void post_event(std::uint16_t type, std::uint32_t code, std::uint32_t chiplet,
                     std::span<const std::uint64_t> data);
     bool write_record(ProducerRing& ring, std::uint32_t consumer_head, const void* rec);
@@ -182,6 +205,7 @@ private:
     std::optional<Rings> rings_;
     Telemetry telemetry_;
     CardStats stats_;
+    Mmu mmu_;
 };
 
 } // namespace rbln::emu

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The admin ring: reading requests, validating them, answering them.
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 
 #include "card.h"
@@ -21,14 +22,21 @@ struct Reject {
 
 // Checks shared by every request: flags, reserved, unused args, and the
 // data buffer (needed: `payload` bytes; not needed: address and length 0).
-std::optional<Reject> check_common(const rbln_fw_admin_req& req, std::size_t used_args,
-                                   std::size_t payload, GuestMemory& ram) {
+// flags, reserved and unused args.
+std::optional<Reject> check_fields(const rbln_fw_admin_req& req, std::size_t used_args) {
     if (req.flags != 0)
         return Reject{RBLN_FW_ST_BAD_FIELD, "flags not zero"};
     if (req.reserved != 0)
         return Reject{RBLN_FW_ST_BAD_FIELD, "reserved not zero"};
     if (!args_zero(req, used_args))
         return Reject{RBLN_FW_ST_BAD_FIELD, "unused args not zero"};
+    return std::nullopt;
+}
+
+std::optional<Reject> check_common(const rbln_fw_admin_req& req, std::size_t used_args,
+                                   std::size_t payload, GuestMemory& ram) {
+    if (auto rej = check_fields(req, used_args))
+        return rej;
     if (payload == 0) {
         if (req.data_addr != 0 || req.data_len != 0)
             return Reject{RBLN_FW_ST_BAD_FIELD, "data buffer given to a request without data"};
@@ -43,6 +51,35 @@ std::optional<Reject> check_common(const rbln_fw_admin_req& req, std::size_t use
     return std::nullopt;
 }
 
+std::uint64_t arg64(const rbln_fw_admin_req& req, std::size_t lo) {
+    return std::uint64_t{req.args[lo]} | std::uint64_t{req.args[lo + 1]} << 32;
+}
+
+bool asid_in_range(std::uint32_t asid) {
+    return asid != 0 && asid < RBLN_FW_MAX_ASID;
+}
+
+const char* mmu_reason_name(std::uint32_t reason) {
+    switch (reason) {
+    case RBLN_FW_MMU_NOT_MAPPED:
+        return "NOT_MAPPED";
+    case RBLN_FW_MMU_NO_WRITE:
+        return "NO_WRITE";
+    case RBLN_FW_MMU_NO_READ:
+        return "NO_READ";
+    case RBLN_FW_MMU_BAD_ENTRY:
+        return "BAD_ENTRY";
+    case RBLN_FW_MMU_BAD_ADDRESS:
+        return "BAD_ADDRESS";
+    case RBLN_FW_MMU_NO_VM:
+        return "NO_VM";
+    case RBLN_FW_MMU_BAD_VA:
+        return "BAD_VA";
+    default:
+        return "?";
+    }
+}
+
 const char* opcode_name(std::uint16_t op) {
     switch (op) {
     case RBLN_FW_OP_IDENTIFY:
@@ -53,6 +90,14 @@ const char* opcode_name(std::uint16_t op) {
         return "GET_TELEMETRY";
     case RBLN_FW_OP_RESET_CHIPLET:
         return "RESET_CHIPLET";
+    case RBLN_FW_OP_VM_BIND:
+        return "VM_BIND";
+    case RBLN_FW_OP_VM_UNBIND:
+        return "VM_UNBIND";
+    case RBLN_FW_OP_TLB_INVALIDATE:
+        return "TLB_INVALIDATE";
+    case RBLN_FW_OP_DEBUG_ACCESS:
+        return "DEBUG_ACCESS";
     default:
         return "unknown";
     }
@@ -111,7 +156,10 @@ void Card::process_admin() {
         card_write(ctrl_->admin_sq_head, r.sq_head);
         completed = true;
 
-        if (out.status != RBLN_FW_ST_OK) {
+        if (out.status == RBLN_FW_ST_MMU_FAULT) {
+            // Not a malformed request: its MMU_FAULT event is already out.
+            log_.debug("request seq %u %s faulted", req.seq, opcode_name(req.opcode));
+        } else if (out.status != RBLN_FW_ST_OK) {
             stats_.bad_requests++;
             log_.warn("request seq %u opcode %u (%s) rejected, status %u: %s", req.seq, req.opcode,
                       opcode_name(req.opcode), out.status, out.why != nullptr ? out.why : "?");
@@ -193,9 +241,112 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
         log_.info("chiplet %u reset", req.args[0]);
         out.reset_chiplet = req.args[0];
         return out;
+    case RBLN_FW_OP_VM_BIND:
+        return vm_bind(req);
+    case RBLN_FW_OP_VM_UNBIND:
+        return vm_unbind(req);
+    case RBLN_FW_OP_TLB_INVALIDATE:
+        return tlb_invalidate(req);
+    case RBLN_FW_OP_DEBUG_ACCESS:
+        return debug_access(req);
     default:
         return reject({RBLN_FW_ST_BAD_OPCODE, "unknown opcode"});
     }
+}
+
+Card::Outcome Card::failed(std::uint16_t status, const char* why) {
+    Outcome out;
+    out.status = status;
+    out.why = why;
+    return out;
+}
+
+Card::Outcome Card::vm_bind(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 3, 0, ram_))
+        return failed(rej->status, rej->why);
+    const std::uint32_t asid = req.args[0];
+    const std::uint64_t root = arg64(req, 1);
+    if (!asid_in_range(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID out of range");
+    if (root % RBLN_FW_PAGE_SIZE != 0)
+        return failed(RBLN_FW_ST_BAD_ARG, "root table not 4K aligned");
+    if (!ram_.contains(root, RBLN_FW_PAGE_SIZE))
+        return failed(RBLN_FW_ST_BAD_ADDRESS, "root table not in guest RAM");
+    const bool rebind = mmu_.bound(asid);
+    if (!mmu_.bind(asid, root))
+        return failed(RBLN_FW_ST_INTERNAL, "bind refused a checked root");
+    log_.debug("MMU: asid %u %s root 0x%" PRIx64, asid, rebind ? "rebound," : "bound,", root);
+    return {};
+}
+
+Card::Outcome Card::vm_unbind(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 1, 0, ram_))
+        return failed(rej->status, rej->why);
+    const std::uint32_t asid = req.args[0];
+    if (!asid_in_range(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID out of range");
+    if (!mmu_.unbind(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID not bound");
+    log_.debug("MMU: asid %u unbound", asid);
+    return {};
+}
+
+Card::Outcome Card::tlb_invalidate(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 5, 0, ram_))
+        return failed(rej->status, rej->why);
+    const std::uint32_t asid = req.args[0];
+    const std::uint64_t va = arg64(req, 1);
+    const std::uint64_t size = arg64(req, 3);
+    constexpr std::uint64_t kVaLimit = 1ULL << RBLN_FW_VA_BITS;
+    if (!asid_in_range(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID out of range");
+    if (va % RBLN_FW_PAGE_SIZE != 0 || size % RBLN_FW_PAGE_SIZE != 0)
+        return failed(RBLN_FW_ST_BAD_ARG, "VA or size not 4K aligned");
+    if (va >= kVaLimit || size > kVaLimit - va)
+        return failed(RBLN_FW_ST_BAD_ARG, "range beyond 48-bit VAs");
+    mmu_.invalidate(asid, va, size); // unbound: nothing cached, a no-op
+    return {};
+}
+
+void Card::report_mmu_fault(std::uint32_t asid, const MmuFault& fault, std::uint64_t source,
+                            std::uint32_t chiplet) {
+    log_.info("MMU fault: asid %u %s at 0x%" PRIx64 ": %s (source %" PRIu64 ")", asid,
+              fault.access == Access::write ? "write" : "read", fault.va,
+              mmu_reason_name(fault.reason), source);
+    const std::array<std::uint64_t, 4> data{asid, fault.va,
+                                            static_cast<std::uint64_t>(fault.access), source};
+    post_event(RBLN_FW_EV_MMU_FAULT, fault.reason, chiplet, data);
+}
+
+Card::Outcome Card::debug_access(const rbln_fw_admin_req& req) {
+    if (auto rej = check_fields(req, 4))
+        return failed(rej->status, rej->why);
+    const std::uint32_t asid = req.args[0];
+    const std::uint32_t access = req.args[1];
+    const std::uint64_t va = arg64(req, 2);
+    if (access != RBLN_FW_ACCESS_READ && access != RBLN_FW_ACCESS_WRITE)
+        return failed(RBLN_FW_ST_BAD_ARG, "access neither read nor write");
+    if (req.data_len == 0 || req.data_len > RBLN_FW_PAGE_SIZE)
+        return failed(RBLN_FW_ST_BAD_ARG, "data_len not 1..4096");
+    if (req.data_addr == 0)
+        return failed(RBLN_FW_ST_BAD_ADDRESS, "no data buffer");
+    std::byte* buf = ram_.translate(req.data_addr, req.data_len);
+    if (buf == nullptr)
+        return failed(RBLN_FW_ST_BAD_ADDRESS, "data buffer not in guest RAM");
+
+    const std::optional<MmuFault> fault = access == RBLN_FW_ACCESS_READ
+                                              ? mmu_.read(asid, va, buf, req.data_len)
+                                              : mmu_.write(asid, va, buf, req.data_len);
+    Outcome out;
+    if (fault) {
+        report_mmu_fault(asid, *fault, RBLN_FW_SOURCE_DEBUG, kWholeCard);
+        out.status = RBLN_FW_ST_MMU_FAULT;
+        out.result[0] = fault->va;
+        out.result[1] = fault->reason;
+        return out;
+    }
+    out.data_len = access == RBLN_FW_ACCESS_READ ? req.data_len : 0;
+    return out;
 }
 
 } // namespace rbln::emu

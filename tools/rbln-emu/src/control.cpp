@@ -84,7 +84,7 @@ template <typename T> T number(const KeyValue& kv) {
 }
 
 std::string status_reply(const Card& card) {
-    const CardStats& s = card.stats();
+    const CardStats s = card.stats();
     const CardIdentity& id = card.identity();
     std::string r = "ok state=";
     r += Card::state_name(card.state());
@@ -103,6 +103,11 @@ std::string status_reply(const Card& card) {
     r += " events=" + std::to_string(s.events);
     r += " events_dropped=" + std::to_string(s.events_dropped);
     r += " serial=" + id.serial;
+    r += " vm_bound=" + std::to_string(s.vm_bound);
+    r += " mmu_faults=" + std::to_string(s.mmu_faults);
+    r += " tlb_hits=" + std::to_string(s.tlb_hits);
+    r += " tlb_misses=" + std::to_string(s.tlb_misses);
+    r += " tlb_invalidations=" + std::to_string(s.tlb_invalidations);
     return r;
 }
 

@@ -155,6 +155,7 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 	size_t hlen, n;
 	struct rbln_vm *vm;
 	u32 asid, len;
+	int sasid, slen;
 	u64 va;
 	int ret;
 
@@ -167,9 +168,13 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 		return -EINVAL;
 	*nl = '\0';
 	hlen = nl - hdr + 1;
-	if (sscanf(hdr, "%c %u %lli %u", &op, &asid, &va, &len) != 4 ||
-	    (op != 'r' && op != 'w') || !len || len > PAGE_SIZE)
+	/* %i and %lli take decimal, 0x hex and 0 octal alike. */
+	if (sscanf(hdr, "%c %i %lli %i", &op, &sasid, &va, &slen) != 4 ||
+	    (op != 'r' && op != 'w') || sasid < 0 || slen <= 0 ||
+	    slen > PAGE_SIZE)
 		return -EINVAL;
+	asid = sasid;
+	len = slen;
 	if (op == 'w') {
 		if (count != hlen + len)
 			return -EINVAL;

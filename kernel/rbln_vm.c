@@ -301,8 +301,16 @@ int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 {
 	struct drm_gem_object *objs[8];
 	struct drm_mm_node *node;
+	u64 start, end;
 	unsigned int n, i;
 	int ret;
+
+	/*
+	 * Only [RBLN_VA_START, RBLN_VA_END) can hold buffers; the drm_mm
+	 * iterator must not be asked about anything outside its range.
+	 */
+	start = max(va, RBLN_VA_START);
+	end = va + len < va ? RBLN_VA_END : min(va + len, RBLN_VA_END);
 
 	mutex_lock(&vm->lock);
 	ret = rbln_vm_bind_locked(vm);
@@ -312,7 +320,11 @@ int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 	}
 	for (;;) {
 		n = 0;
-		drm_mm_for_each_node_in_range(node, &vm->mm, va, va + len) {
+		if (start >= end) {
+			mutex_unlock(&vm->lock);
+			return 0;
+		}
+		drm_mm_for_each_node_in_range(node, &vm->mm, start, end) {
 			struct rbln_vma *vma = container_of(node, struct rbln_vma, node);
 
 			if (vma->mapped)

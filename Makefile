@@ -4,6 +4,7 @@
 #   make               kernel module, librbln, tools and tests
 #   make test          dependencies, lint, host unit tests, VM tests
 #   make demo          dependencies, build, rbln-smi + workload in the VM
+#   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make vm CMD="..."  run a command inside the VM with emulated cards
 #   make dkms-install  dkms add/build/install for the VM kernel
 #   make install       udev rule and tools on this machine
@@ -27,13 +28,13 @@ PREFIX  ?= /usr/local
 VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
-.PHONY: all deps kernel userspace test demo vm dkms-install install lint \
+.PHONY: all deps kernel userspace test demo bench vm dkms-install install lint \
         lint-kernel lint-user test-host test-vm clean help
 
 all: kernel userspace
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/scripts/install-deps.sh >/dev/null
@@ -73,6 +74,11 @@ demo: deps
 	$(MAKE) all
 	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
 		$(TOP)/tools/scripts/demo.sh $(SMI)
+
+bench: deps
+	$(MAKE) all
+	$(VM) -q --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
+		$(TOP)/tests/bench/run.sh $(CMAKE_B)/tests/bench
 
 vm: all
 	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- sh -c '$(CMD)'

@@ -329,10 +329,171 @@ struct drm_rbln_bo_userptr {
 	__u64 device_va;
 };
 
+/* Queue priorities (drm_rbln_queue_create.priority). */
+#define RBLN_QUEUE_PRIORITY_LOW		0
+#define RBLN_QUEUE_PRIORITY_NORMAL	1
+#define RBLN_QUEUE_PRIORITY_HIGH	2	/* needs CAP_SYS_NICE */
+
+/**
+ * struct drm_rbln_queue_create - make a queue (DRM_IOCTL_RBLN_QUEUE_CREATE)
+ * @chiplet_mask: in: chiplets whose command rings may run the queue's
+ *	jobs (bit i = chiplet i; at least one, none beyond the card).  The
+ *	jobs of one queue run in submission order, one after another: while
+ *	the queue has work in flight its jobs stay on one chiplet; an idle
+ *	queue moves to the least loaded chiplet of the mask.
+ * @priority: in: RBLN_QUEUE_PRIORITY_*.
+ * @flags: in: must be 0.
+ * @queue_id: out: the queue's id in this file (1..).
+ *
+ * Errors: -EINVAL (mask empty or beyond the card, priority, flags),
+ * -EACCES (HIGH without CAP_SYS_NICE), -ENOSPC (more than 256 queues in
+ * the file), -ENOMEM, -ENODEV.
+ */
+struct drm_rbln_queue_create {
+	__u32 chiplet_mask;
+	__u32 priority;
+	__u32 flags;
+	__u32 queue_id;
+};
+
+/**
+ * struct drm_rbln_queue_destroy - (DRM_IOCTL_RBLN_QUEUE_DESTROY)
+ * @queue_id: in: a queue of this file.
+ * @pad: zero.
+ *
+ * Jobs already submitted still run; their fences signal as usual.
+ * Errors: -ENOENT (no such queue in this file), -EINVAL (pad).
+ */
+struct drm_rbln_queue_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/**
+ * struct drm_rbln_sync - a syncobj and a point on it
+ * @handle: syncobj handle of the caller (DRM_IOCTL_SYNCOBJ_CREATE).
+ * @flags: must be 0.
+ * @point: timeline point; 0 for a binary syncobj.
+ */
+struct drm_rbln_sync {
+	__u32 handle;
+	__u32 flags;
+	__u64 point;
+};
+
+/**
+ * struct drm_rbln_submit - run a command buffer (DRM_IOCTL_RBLN_SUBMIT)
+ * @queue_id: in: a queue of this file.
+ * @flags: in: must be 0.
+ * @cmd_handle: in: GEM handle of the buffer that holds the packets
+ *	(firmware-iface rbln_fw_cmd.h); the card reads it at its device VA.
+ * @cmd_size: in: bytes of packets, a multiple of 8, 8..1 MiB.
+ * @cmd_offset: in: where they start in the buffer, a multiple of 8.
+ * @bo_handles: in: user pointer to @bo_count __u32 GEM handles of the
+ *	buffers the job uses (the command buffer need not be listed).  They
+ *	stay alive and mapped until the job is done, and the job's fence is
+ *	added to their reservation objects (implicit sync for PRIME users).
+ * @bo_count: in: entries at @bo_handles, at most 4096.
+ * @bo_elem_size: in: sizeof(__u32).
+ * @in_syncs: in: user pointer to @in_count struct drm_rbln_sync the job
+ *	waits for before it runs.
+ * @in_count: in: entries at @in_syncs, at most 64.
+ * @in_elem_size: in: sizeof(struct drm_rbln_sync).
+ * @out_handle: in: syncobj that gets the job's fence, 0 for none.
+ * @out_flags: in: must be 0.
+ * @out_point: in: timeline point for @out_handle, 0 for binary.
+ * @seqno: out: the job's sequence number in its queue (1, 2, ...).
+ *
+ * Everything is checked before the job is queued; on error nothing was
+ * queued.  The job's own errors (MMU fault, bad packet, timeout) arrive
+ * later, in its fence: DRM_IOCTL_RBLN_WAIT reports them.
+ * Errors: -EINVAL (flags, sizes, alignment, elem sizes, counts),
+ * -ENOENT (unknown queue, GEM handle or syncobj of this file), -ERANGE
+ * (cmd_offset + cmd_size beyond the buffer), -EFAULT, -ENOMEM, -EIO (the
+ * card is not usable), -ENODEV.
+ *
+ * The same struct is the payload of the io_uring command
+ * RBLN_URING_CMD_SUBMIT (below), so it is exactly 80 bytes.
+ */
+struct drm_rbln_submit {
+	__u32 queue_id;
+	__u32 flags;
+	__u32 cmd_handle;
+	__u32 cmd_size;
+	__u64 cmd_offset;
+	__u64 bo_handles;
+	__u32 bo_count;
+	__u32 bo_elem_size;
+	__u64 in_syncs;
+	__u32 in_count;
+	__u32 in_elem_size;
+	__u32 out_handle;
+	__u32 out_flags;
+	__u64 out_point;
+	__u64 seqno;
+};
+
+/* drm_rbln_wait.flags */
+#define RBLN_WAIT_SYNCOBJ	(1u << 0)	/* wait for @sync, not @queue_id + @seqno */
+
+/**
+ * struct drm_rbln_wait - wait for a job (DRM_IOCTL_RBLN_WAIT)
+ * @flags: in: RBLN_WAIT_* flags.
+ * @queue_id: in: the queue (without RBLN_WAIT_SYNCOBJ), else 0.
+ * @seqno: in: a seqno SUBMIT returned for @queue_id, else 0.
+ * @sync: in: with RBLN_WAIT_SYNCOBJ, the syncobj and point, else zero.
+ * @timeout_ns: in: absolute CLOCK_MONOTONIC deadline in ns; 0 polls.
+ * @job_error: out: 0 if the job succeeded, else its -errno (-EFAULT MMU
+ *	fault, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error
+ *	or aborted, -ETIMEDOUT timeout/hang, -ECANCELED when the card was
+ *	reset under it).
+ * @pad: zero.
+ *
+ * Interruptible.  Returns 0 once the job is done (whatever its outcome:
+ * see @job_error), -ETIME if the deadline passed first, -ENOENT for an
+ * unknown queue or syncobj or a seqno not yet submitted, -EINVAL for bad
+ * flags or non-zero unused fields, -EINTR/-ERESTARTSYS on a signal.
+ * The payload of RBLN_URING_CMD_WAIT too.
+ */
+struct drm_rbln_wait {
+	__u32 flags;
+	__u32 queue_id;
+	__u64 seqno;
+	struct drm_rbln_sync sync;
+	__s64 timeout_ns;
+	__s32 job_error;
+	__u32 pad;
+};
+
+/*
+ * io_uring passthrough (IORING_OP_URING_CMD on the open accel fd).  The
+ * ring must use IORING_SETUP_SQE128 (the payload is the 80-byte struct in
+ * sqe->cmd) and IORING_SETUP_CQE32; anything else fails the command with
+ * -EINVAL.  cmd_op is one of:
+ *
+ *   RBLN_URING_CMD_SUBMIT  payload struct drm_rbln_submit (@seqno unused);
+ *       the CQE is posted when the job is done: res = 0 or the job's
+ *       -errno (as drm_rbln_wait.job_error), or the submit error;
+ *       big_cqe[0] = the job's seqno.
+ *   RBLN_URING_CMD_WAIT    payload struct drm_rbln_wait (@job_error
+ *       unused); the CQE is posted when the job or fence is done: res =
+ *       its job error, -ETIME at the deadline (0 = no deadline here),
+ *       -ENOENT; big_cqe[0] = the seqno waited for (0 for a syncobj).
+ *
+ * Pending commands complete with -ECANCELED when the ring or the process
+ * goes away.  The plain ioctls stay complete for hosts with io_uring off.
+ */
+#define RBLN_URING_CMD_SUBMIT	0x01
+#define RBLN_URING_CMD_WAIT	0x02
+
 #define DRM_RBLN_GET_INFO	0x00
 #define DRM_RBLN_BO_CREATE	0x01
 #define DRM_RBLN_BO_INFO	0x02
 #define DRM_RBLN_BO_USERPTR	0x03
+#define DRM_RBLN_QUEUE_CREATE	0x04
+#define DRM_RBLN_QUEUE_DESTROY	0x05
+#define DRM_RBLN_SUBMIT		0x06
+#define DRM_RBLN_WAIT		0x07
 
 #define DRM_IOCTL_RBLN_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_GET_INFO, struct drm_rbln_get_info)
@@ -342,6 +503,14 @@ struct drm_rbln_bo_userptr {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_BO_INFO, struct drm_rbln_bo_info)
 #define DRM_IOCTL_RBLN_BO_USERPTR \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_BO_USERPTR, struct drm_rbln_bo_userptr)
+#define DRM_IOCTL_RBLN_QUEUE_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_QUEUE_CREATE, struct drm_rbln_queue_create)
+#define DRM_IOCTL_RBLN_QUEUE_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_RBLN_QUEUE_DESTROY, struct drm_rbln_queue_destroy)
+#define DRM_IOCTL_RBLN_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_SUBMIT, struct drm_rbln_submit)
+#define DRM_IOCTL_RBLN_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_RBLN_WAIT, struct drm_rbln_wait)
 
 #if defined(__cplusplus)
 }

@@ -186,4 +186,43 @@ static inline u64 rbln_buddy_largest_free(struct rbln_buddy *mm)
 	return 0;
 }
 
+/*
+ * drm_sched: 6.15 passes drm_sched_init() a struct of arguments, 6.17
+ * gives drm_sched_job_init() the DRM client id (both are in 6.12.y stable).
+ */
+#include <drm/gpu_scheduler.h>
+
+static inline int rbln_sched_init(struct drm_gpu_scheduler *sched,
+				  const struct drm_sched_backend_ops *ops,
+				  u32 credits, long timeout, const char *name,
+				  struct device *dev)
+{
+#ifdef HAVE_DRM_SCHED_INIT_ARGS
+	const struct drm_sched_init_args args = {
+		.ops = ops,
+		.num_rqs = DRM_SCHED_PRIORITY_COUNT,
+		.credit_limit = credits,
+		.timeout = timeout,
+		.name = name,
+		.dev = dev,
+	};
+
+	return drm_sched_init(sched, &args);
+#else
+	return drm_sched_init(sched, ops, NULL, DRM_SCHED_PRIORITY_COUNT,
+			      credits, 0, timeout, NULL, NULL, name, dev);
+#endif
+}
+
+static inline int rbln_sched_job_init(struct drm_sched_job *job,
+				      struct drm_sched_entity *entity,
+				      u64 client_id)
+{
+#ifdef HAVE_DRM_SCHED_JOB_INIT_CLIENT_ID
+	return drm_sched_job_init(job, entity, 1, NULL, client_id);
+#else
+	return drm_sched_job_init(job, entity, 1, NULL);
+#endif
+}
+
 #endif /* RBLN_COMPAT_H */

@@ -38,6 +38,11 @@ module_param_named(admin_timeout_ms, rbln_admin_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(admin_timeout_ms,
 		 "How long to wait for the completion of one admin request, in ms (default 5000)");
 
+unsigned int rbln_job_timeout_ms = 10000;
+module_param_named(job_timeout_ms, rbln_job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "How long a job may run before its chiplet's ring is reset, in ms, read at probe (default 10000)");
+
 static char *rbln_ids;
 module_param_named(ids, rbln_ids, charp, 0444);
 MODULE_PARM_DESC(ids,
@@ -216,6 +221,10 @@ static const struct drm_ioctl_desc rbln_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(RBLN_BO_CREATE, rbln_ioctl_bo_create, 0),
 	DRM_IOCTL_DEF_DRV(RBLN_BO_INFO, rbln_ioctl_bo_info, 0),
 	DRM_IOCTL_DEF_DRV(RBLN_BO_USERPTR, rbln_ioctl_bo_userptr, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_QUEUE_CREATE, rbln_ioctl_queue_create, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_QUEUE_DESTROY, rbln_ioctl_queue_destroy, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_SUBMIT, rbln_ioctl_submit, 0),
+	DRM_IOCTL_DEF_DRV(RBLN_WAIT, rbln_ioctl_wait, 0),
 };
 
 /* Every open file is a client with its own device address space. */
@@ -228,6 +237,7 @@ static int rbln_open(struct drm_device *drm, struct drm_file *file)
 	if (!rf)
 		return -ENOMEM;
 	rf->rdev = to_rbln(drm);
+	xa_init_flags(&rf->queues, XA_FLAGS_ALLOC1);
 	ret = rbln_vm_init(rf->rdev, &rf->vm);
 	if (ret) {
 		kfree(rf);
@@ -242,6 +252,7 @@ static void rbln_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct rbln_file *rf = to_rbln_file(file);
 
+	rbln_queues_fini(rf);
 	rbln_vm_fini(&rf->vm);
 	kfree(rf);
 }
@@ -334,6 +345,9 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 	ret = rbln_mem_init(rdev);
+	if (ret)
+		goto err_fw;
+	ret = rbln_rings_init(rdev);
 	if (ret)
 		goto err_fw;
 	ret = rbln_sysfs_init(rdev);

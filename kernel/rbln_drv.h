@@ -28,6 +28,7 @@
 #include "rbln_compat.h"
 
 #include "rbln_fw_admin.h"
+#include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
 
 #if defined(__BIG_ENDIAN)
@@ -63,6 +64,7 @@
 /* Module parameters (rbln_drv.c). */
 extern unsigned int rbln_boot_timeout_ms;
 extern unsigned int rbln_admin_timeout_ms;
+extern unsigned int rbln_job_timeout_ms;
 
 /* Driver view of the card; see rbln_state_name() for the sysfs strings. */
 enum rbln_state {
@@ -141,7 +143,73 @@ struct rbln_vm {
 struct rbln_file {
 	struct rbln_device *rdev;
 	struct rbln_vm vm;
+	struct xarray queues;		/* id -> struct rbln_queue */
+	atomic64_t busy_ns[RBLN_FW_MAX_CHIPLETS];	/* card time of its jobs */
 };
+
+/* Entries of each command ring. */
+#define RBLN_CMD_RING_ENTRIES	256
+
+/* A chiplet's command ring (rbln_job.c). */
+struct rbln_cmd_ring {
+	struct rbln_device *rdev;
+	u32 index;
+	u32 entries;
+	struct rbln_fw_job *jobs;
+	dma_addr_t jobs_dma;
+	struct rbln_fw_job_cpl *cpls;
+	dma_addr_t cpls_dma;
+	struct rbln_fw_ring_ctrl *ctrl;
+	dma_addr_t ctrl_dma;
+
+	spinlock_t lock;		/* everything below */
+	spinlock_t fence_lock;		/* of the hardware fences */
+	u32 tail;
+	u32 cpl_head;
+	u32 cpl_phase;
+	u64 hw_seqno;
+	u64 fence_context;
+	struct list_head pending;	/* struct rbln_job, in ring order */
+	bool up;			/* RING_SETUP done */
+	bool recovering;
+	u64 resets;
+	u64 bad_cpls;
+
+	struct drm_gpu_scheduler sched;
+	bool sched_ready;
+};
+
+/* A queue: a scheduler entity over some rings (rbln_queue.c). */
+struct rbln_queue {
+	struct kref ref;
+	struct rbln_file *rf;
+	u32 id;
+	struct drm_sched_entity entity;
+	struct mutex lock;		/* arm + push order, last_seqno */
+	u64 last_seqno;
+	struct xarray fences;		/* seqno -> finished fence (recent) */
+};
+
+struct rbln_job {
+	struct drm_sched_job base;
+	struct rbln_queue *queue;
+	struct rbln_vm *vm;
+	struct rbln_cmd_ring *ring;	/* set by run_job */
+	u32 asid;
+	u32 cmd_size;
+	u64 cmd_va;
+	u64 queue_seqno;
+	u64 hw_seqno;
+	struct dma_fence *hw_fence;
+	struct list_head ring_link;	/* in ring->pending */
+	struct drm_gem_object **bos;
+	unsigned int bo_count;
+};
+
+static inline struct rbln_job *to_rbln_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct rbln_job, base);
+}
 
 static inline struct rbln_file *to_rbln_file(struct drm_file *file)
 {
@@ -259,6 +327,12 @@ struct rbln_device {
 	atomic64_t host_bytes;
 	atomic64_t pinned_bytes;
 	atomic64_t mmu_faults;
+
+	/* command rings (rbln_job.c) */
+	int irq_ring;
+	bool irq_ring_ok;		/* vector and firmware-iface 1.2 */
+	struct rbln_cmd_ring rings[RBLN_FW_MAX_CHIPLETS];
+	u32 ring_count;
 
 	/* sysfs (rbln_sysfs.c) */
 	struct rbln_sysfs_node *sysfs_card;
@@ -384,6 +458,34 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 /* rbln_userptr.c */
 int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
 			  struct drm_file *file);
+
+/* rbln_fw.c: rings */
+int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
+		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl);
+int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring);
+
+/* rbln_job.c */
+int rbln_rings_init(struct rbln_device *rdev);
+void rbln_rings_irq(struct rbln_device *rdev);
+void rbln_ring_process(struct rbln_cmd_ring *ring);
+
+/* rbln_queue.c */
+int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
+			    struct drm_file *file);
+int rbln_ioctl_queue_destroy(struct drm_device *drm, void *data,
+			     struct drm_file *file);
+int rbln_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+int rbln_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
+int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
+		struct dma_fence **fence_out);
+struct dma_fence *rbln_wait_fence(struct drm_file *file,
+				  const struct drm_rbln_wait *args);
+void rbln_queues_fini(struct rbln_file *rf);
+void rbln_queue_put(struct rbln_queue *q);
+void rbln_job_put_resources(struct rbln_job *job);
+
+/* rbln_sysfs.c */
+void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring);
 
 /* rbln_fdinfo.c */
 void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file);

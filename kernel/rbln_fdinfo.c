@@ -18,6 +18,8 @@
  *   rbln-pinned-memory:    bytes of pinned user pages (part of "memory")
  *   rbln-asid:             the address-space id of this client's VM
  *   rbln-mmu-faults:       MMU faults of this client's VM
+ *   drm-engine-chiplet<i>: card time (ns) the client's jobs ran on chiplet
+ *                          i's command ring (one key per chiplet)
  *
  * Sizes are printed by drm_print_memory_stats(): a number of bytes, or a
  * number with " KiB" / " MiB" when it divides evenly.
@@ -86,4 +88,7 @@ void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	drm_printf(p, "rbln-pinned-memory:\t%llu KiB\n", pinned >> 10);
 	drm_printf(p, "rbln-asid:\t%u\n", rf->vm.asid);
 	drm_printf(p, "rbln-mmu-faults:\t%llu\n", faults);
+	for (i = 0; i < rdev->ring_count; i++)
+		drm_printf(p, "drm-engine-chiplet%u:\t%llu ns\n", i,
+			   (u64)atomic64_read(&rf->busy_ns[i]));
 }

@@ -722,6 +722,31 @@ int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
 	return 0;
 }
 
+/* ---- command rings (rbln_fw_cmd.md) -------------------------------------- */
+
+int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
+		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_RING_SETUP,
+		.args = { ring, entries, lower_32_bits(jobs), upper_32_bits(jobs),
+			  lower_32_bits(cpls), upper_32_bits(cpls),
+			  lower_32_bits(ctrl), upper_32_bits(ctrl) },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
+int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_RING_STOP,
+		.args = { ring },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
 /* IDENTIFY must tell what the control block told. */
 static int rbln_fw_identify(struct rbln_device *rdev)
 {

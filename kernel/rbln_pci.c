@@ -73,6 +73,13 @@ static irqreturn_t rbln_admin_irq(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
+/* MSI-X vector RBLN_FW_IRQ_RING: job completions, in a thread. */
+static irqreturn_t rbln_ring_thread(int irq, void *arg)
+{
+	rbln_rings_irq(arg);
+	return IRQ_HANDLED;
+}
+
 /* MSI-X vector RBLN_FW_IRQ_EVENT: the event ring is consumed in a thread. */
 static irqreturn_t rbln_event_thread(int irq, void *arg)
 {
@@ -130,6 +137,29 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 		devm_free_irq(dev, rdev->irq_admin, rdev);
 		return ret;
 	}
+	/*
+	 * Command rings need a third vector and firmware-iface 1.2; a card
+	 * without them still serves memory and telemetry.
+	 */
+	if (nvec >= RBLN_FW_RING_VECTORS && rdev->id.iface_minor >= 2) {
+		const char *name_ring = devm_kasprintf(dev, GFP_KERNEL,
+							"rbln-ring@%s",
+							pci_name(pdev));
+
+		rdev->irq_ring = pci_irq_vector(pdev, RBLN_FW_IRQ_RING);
+		if (!name_ring || rdev->irq_ring < 0)
+			return -ENOMEM;
+		ret = devm_request_threaded_irq(dev, rdev->irq_ring, NULL,
+						rbln_ring_thread, IRQF_ONESHOT,
+						name_ring, rdev);
+		if (ret) {
+			dev_err(dev, "cannot request the ring interrupt: %d\n", ret);
+			devm_free_irq(dev, rdev->irq_event, rdev);
+			devm_free_irq(dev, rdev->irq_admin, rdev);
+			return ret;
+		}
+		rdev->irq_ring_ok = true;
+	}
 	rdev->irqs_requested = true;
 	return 0;
 }
@@ -141,6 +171,8 @@ void rbln_pci_free_irqs(struct rbln_device *rdev)
 
 	if (!rdev->irqs_requested)
 		return;
+	if (rdev->irq_ring_ok)
+		devm_free_irq(dev, rdev->irq_ring, rdev);
 	devm_free_irq(dev, rdev->irq_event, rdev);
 	devm_free_irq(dev, rdev->irq_admin, rdev);
 	rdev->irqs_requested = false;

@@ -227,6 +227,34 @@ static ssize_t hbm_largest_free_bytes_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%llu\n", largest);
 }
 
+/* busy_ns: card time this chiplet's command ring spent running jobs, ns. */
+static ssize_t busy_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	struct rbln_sysfs_node *node = to_node(kobj);
+	struct rbln_device *rdev = node->rdev;
+	u64 busy = 0;
+
+	if (node->chiplet < rdev->ring_count)
+		busy = READ_ONCE(rdev->rings[node->chiplet].ctrl->busy_ns);
+	return sysfs_emit(buf, "%llu\n", busy);
+}
+
+/* ring_resets: times the driver reset this chiplet's ring (hung job). */
+static ssize_t ring_resets_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	struct rbln_sysfs_node *node = to_node(kobj);
+	struct rbln_device *rdev = node->rdev;
+	u64 n = 0;
+
+	if (node->chiplet < rdev->ring_count)
+		n = READ_ONCE(rdev->rings[node->chiplet].resets);
+	return sysfs_emit(buf, "%llu\n", n);
+}
+
+static struct kobj_attribute rbln_attr_busy_ns = __ATTR_RO(busy_ns);
+static struct kobj_attribute rbln_attr_ring_resets = __ATTR_RO(ring_resets);
 static struct kobj_attribute rbln_attr_hbm_used_bytes = __ATTR_RO(hbm_used_bytes);
 static struct kobj_attribute rbln_attr_hbm_largest_free_bytes =
 	__ATTR_RO(hbm_largest_free_bytes);
@@ -236,6 +264,8 @@ static struct attribute *rbln_chiplet_attrs[] = {
 	&rbln_attr_chiplet_hbm_total_bytes.attr,
 	&rbln_attr_hbm_used_bytes.attr,
 	&rbln_attr_hbm_largest_free_bytes.attr,
+	&rbln_attr_busy_ns.attr,
+	&rbln_attr_ring_resets.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(rbln_chiplet);
@@ -457,4 +487,21 @@ void rbln_sysfs_notify_state(struct rbln_device *rdev)
 
 	if (card)
 		sysfs_notify(&card->kobj, NULL, "state");
+}
+
+/*
+ * A ring reset: a KOBJ_CHANGE uevent of the PCI function with
+ * RBLN_RING_RESET=<chiplet>.
+ */
+void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring)
+{
+	char env[32];
+	char *envp[2] = { env, NULL };
+	int idx;
+
+	if (!drm_dev_enter(&rdev->drm, &idx))
+		return;
+	snprintf(env, sizeof(env), "RBLN_RING_RESET=%u", ring);
+	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
+	drm_dev_exit(idx);
 }

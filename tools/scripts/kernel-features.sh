@@ -141,6 +141,13 @@ else
 	struct_has BUDDY_FREE_TREES drm/drm_buddy.h drm_buddy 'free_trees;'
 fi
 
+# 6.15 (and 6.12.y stable): drm_sched_init() takes struct drm_sched_init_args.
+have DRM_SCHED_INIT_ARGS drm/gpu_scheduler.h '^struct drm_sched_init_args \{'
+# 6.17 (and 6.12.y stable): drm_sched_job_init() takes the DRM client id.
+have DRM_SCHED_JOB_INIT_CLIENT_ID drm/gpu_scheduler.h 'u64 drm_client_id\);'
+# io_uring_cmd_done() with a res2 argument (the CQE32 extra) before 6.18.
+have IO_URING_CMD_DONE_RES2 linux/io_uring/cmd.h 'void io_uring_cmd_done\(struct io_uring_cmd \*cmd, ssize_t ret, u64 res2,'
+
 tmp=$(mktemp "${out}.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 {

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln: command rings (firmware-iface rbln_fw_cmd.h), jobs and their
+ * fences, one drm_sched scheduler per ring.
+ *
+ * Each chiplet has one hardware ring.  drm_sched resolves a job's
+ * dependencies (in-fences, implicit fences of its buffers) and calls
+ * run_job() in order; run_job() writes the job descriptor, rings the
+ * doorbell and returns the job's hardware fence, which the completion
+ * interrupt signals (with the job's error, if any) in ring order.
+ *
+ * Recovery: a job that exceeds job_timeout_ms (a hung chiplet, a wrong
+ * completion) stops the ring's scheduler, RING_STOP aborts what the card
+ * still holds, the guilty job's fence gets -ETIMEDOUT, the ring is set up
+ * anew and the innocent jobs behind it are written again, in order.  The
+ * other rings keep running throughout.
+ */
+#include <linux/dma-fence.h>
+#include <linux/dma-mapping.h>
+#include <linux/slab.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_print.h>
+#include <drm/gpu_scheduler.h>
+
+#include "rbln_drv.h"
+
+static const char *rbln_fence_driver_name(struct dma_fence *f)
+{
+	return RBLN_DRIVER_NAME;
+}
+
+static const char *rbln_fence_timeline_name(struct dma_fence *f)
+{
+	return "rbln-ring";
+}
+
+static const struct dma_fence_ops rbln_hw_fence_ops = {
+	.get_driver_name = rbln_fence_driver_name,
+	.get_timeline_name = rbln_fence_timeline_name,
+};
+
+static int rbln_job_status_errno(u16 status)
+{
+	switch (status) {
+	case RBLN_FW_JOB_OK:
+		return 0;
+	case RBLN_FW_JOB_MMU_FAULT:
+		return -EFAULT;
+	case RBLN_FW_JOB_BAD_JOB:
+	case RBLN_FW_JOB_BAD_PACKET:
+		return -EINVAL;
+	case RBLN_FW_JOB_PRIVILEGED:
+		return -EPERM;
+	case RBLN_FW_JOB_WAIT_TIMEOUT:
+		return -ETIMEDOUT;
+	default:
+		return -EIO;
+	}
+}
+
+static void rbln_ring_write_job(struct rbln_cmd_ring *ring, struct rbln_job *job)
+{
+	struct rbln_fw_job *d;
+
+	lockdep_assert_held(&ring->lock);
+	d = &ring->jobs[ring->tail];
+	memset(d, 0, sizeof(*d));
+	d->seqno = job->hw_seqno;
+	d->asid = job->asid;
+	d->flags = RBLN_FW_JOB_IRQ;
+	d->cmd_addr = job->cmd_va;
+	d->cmd_size = job->cmd_size;
+	ring->tail = (ring->tail + 1) & (ring->entries - 1);
+	/* The descriptor is in memory before the card sees the new tail. */
+	dma_wmb();
+	WRITE_ONCE(ring->ctrl->job_tail, ring->tail);
+}
+
+static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
+{
+	struct rbln_cmd_ring *ring = container_of(sched_job->sched,
+						  struct rbln_cmd_ring, sched);
+	struct rbln_job *job = to_rbln_job(sched_job);
+	struct rbln_device *rdev = ring->rdev;
+	struct dma_fence *fence;
+	unsigned long flags;
+	int idx;
+
+	job->ring = ring;
+	/* A dependency failed, or the queue was torn down. */
+	if (sched_job->s_fence->finished.error)
+		return NULL;
+	/* A faulted address space runs nothing more. */
+	if (READ_ONCE(job->vm->flags) & RBLN_VM_FAULTED)
+		return ERR_PTR(-EFAULT);
+	if (!drm_dev_enter(&rdev->drm, &idx))
+		return ERR_PTR(-ENODEV);
+
+	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+	if (!fence) {
+		drm_dev_exit(idx);
+		return ERR_PTR(-ENOMEM);
+	}
+	spin_lock_irqsave(&ring->lock, flags);
+	job->hw_seqno = ++ring->hw_seqno;
+	dma_fence_init(fence, &rbln_hw_fence_ops, &ring->fence_lock,
+		       ring->fence_context, job->hw_seqno);
+	job->hw_fence = dma_fence_get(fence);
+	list_add_tail(&job->ring_link, &ring->pending);
+	rbln_ring_write_job(ring, job);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	rbln_doorbell(rdev, RBLN_FW_DB_RING);
+	drm_dev_exit(idx);
+	return fence;
+}
+
+/* Ring lock held: the oldest pending job is done with @err. */
+static void rbln_ring_retire(struct rbln_cmd_ring *ring, struct rbln_job *job,
+			     int err, u64 start_ns, u64 end_ns)
+{
+	lockdep_assert_held(&ring->lock);
+	list_del_init(&job->ring_link);
+	if (end_ns > start_ns)
+		atomic64_add(end_ns - start_ns, &job->queue->rf->busy_ns[ring->index]);
+	if (err)
+		dma_fence_set_error(job->hw_fence, err);
+	dma_fence_signal(job->hw_fence);
+}
+
+/* Completion interrupt thread (and recovery): consume new completions. */
+void rbln_ring_process(struct rbln_cmd_ring *ring)
+{
+	struct rbln_device *rdev = ring->rdev;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	while (ring->up) {
+		struct rbln_fw_job_cpl *c = &ring->cpls[ring->cpl_head];
+		struct rbln_fw_job_cpl cpl;
+		struct rbln_job *job;
+
+		if ((READ_ONCE(c->flags) & RBLN_FW_REC_PHASE) !=
+		    ring->cpl_phase)
+			break;
+		/* The record is complete once its phase is. */
+		dma_rmb();
+		memcpy(&cpl, c, sizeof(cpl));
+		ring->cpl_head = (ring->cpl_head + 1) & (ring->entries - 1);
+		if (!ring->cpl_head)
+			ring->cpl_phase ^= RBLN_FW_REC_PHASE;
+		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
+
+		job = list_first_entry_or_null(&ring->pending, struct rbln_job,
+					       ring_link);
+		if (!job || job->hw_seqno != cpl.seqno) {
+			ring->bad_cpls++;
+			dev_err_ratelimited(rdev->drm.dev,
+					    "ring %u: completion for seqno %llu status %u, expected seqno %llu: ignored\n",
+					    ring->index, cpl.seqno, cpl.status,
+					    job ? job->hw_seqno : 0);
+			continue;
+		}
+		if (cpl.status == RBLN_FW_JOB_ABORTED && ring->recovering)
+			continue;	/* written again after the reset */
+		if (cpl.status != RBLN_FW_JOB_OK)
+			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u\n",
+				ring->index, cpl.seqno, cpl.status, cpl.packet_offset);
+		if (cpl.status == RBLN_FW_JOB_MMU_FAULT) {
+			/* Its later jobs fail too (the event counts the fault). */
+			spin_lock(&job->vm->fault_lock);
+			job->vm->flags |= RBLN_VM_FAULTED;
+			spin_unlock(&job->vm->fault_lock);
+		}
+		rbln_ring_retire(ring, job, rbln_job_status_errno(cpl.status),
+				 cpl.start_ns, cpl.end_ns);
+	}
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+static void rbln_ring_reset_memory(struct rbln_cmd_ring *ring)
+{
+	memset(ring->jobs, 0, ring->entries * sizeof(*ring->jobs));
+	memset(ring->cpls, 0, ring->entries * sizeof(*ring->cpls));
+	memset(ring->ctrl, 0, sizeof(*ring->ctrl));
+	ring->tail = 0;
+	ring->cpl_head = 0;
+	ring->cpl_phase = RBLN_FW_REC_PHASE;
+}
+
+static int rbln_ring_setup_fw(struct rbln_cmd_ring *ring)
+{
+	return rbln_fw_ring_setup(ring->rdev, ring->index, ring->entries,
+				  ring->jobs_dma, ring->cpls_dma, ring->ctrl_dma);
+}
+
+static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct rbln_job *bad = to_rbln_job(sched_job);
+	struct rbln_cmd_ring *ring = bad->ring;
+	struct rbln_device *rdev = ring->rdev;
+	struct rbln_job *job;
+	unsigned long flags;
+	int ret;
+
+	drm_warn(&rdev->drm, "ring %u: job %llu did not complete within %u ms: resetting the ring\n",
+		 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
+	drm_sched_stop(&ring->sched, sched_job);
+
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->recovering = true;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	ret = rbln_fw_ring_stop(rdev, ring->index);
+	rbln_ring_process(ring);	/* completions written before the stop */
+
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->up = false;
+	if (!list_empty(&bad->ring_link))
+		rbln_ring_retire(ring, bad, -ETIMEDOUT, 0, 0);
+	rbln_ring_reset_memory(ring);
+	spin_unlock_irqrestore(&ring->lock, flags);
+
+	if (!ret)
+		ret = rbln_ring_setup_fw(ring);
+
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->recovering = false;
+	if (ret) {
+		/* The card is gone or broken: fail everything still pending. */
+		while ((job = list_first_entry_or_null(&ring->pending,
+						       struct rbln_job, ring_link)))
+			rbln_ring_retire(ring, job, -ECANCELED, 0, 0);
+	} else {
+		ring->up = true;
+		list_for_each_entry(job, &ring->pending, ring_link)
+			rbln_ring_write_job(ring, job);
+	}
+	ring->resets++;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	if (!ret)
+		rbln_doorbell(rdev, RBLN_FW_DB_RING);
+	else
+		drm_err(&rdev->drm, "ring %u: could not be set up again (%d)\n",
+			ring->index, ret);
+	rbln_sysfs_notify_ring_reset(rdev, ring->index);
+
+	drm_sched_start(&ring->sched);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void rbln_free_job(struct drm_sched_job *sched_job)
+{
+	struct rbln_job *job = to_rbln_job(sched_job);
+
+	drm_sched_job_cleanup(sched_job);
+	rbln_job_put_resources(job);
+}
+
+static const struct drm_sched_backend_ops rbln_sched_ops = {
+	.run_job = rbln_run_job,
+	.timedout_job = rbln_timedout_job,
+	.free_job = rbln_free_job,
+};
+
+static void rbln_rings_fini(struct drm_device *drm, void *arg)
+{
+	struct rbln_device *rdev = to_rbln(drm);
+	unsigned int i;
+
+	for (i = 0; i < rdev->ring_count; i++)
+		if (rdev->rings[i].sched_ready)
+			drm_sched_fini(&rdev->rings[i].sched);
+}
+
+static int rbln_ring_init(struct rbln_device *rdev, struct rbln_cmd_ring *ring,
+			  u32 index)
+{
+	struct device *dev = rdev->drm.dev;
+	char *name;
+	int ret;
+
+	ring->rdev = rdev;
+	ring->index = index;
+	ring->entries = RBLN_CMD_RING_ENTRIES;
+	spin_lock_init(&ring->lock);
+	spin_lock_init(&ring->fence_lock);
+	INIT_LIST_HEAD(&ring->pending);
+	ring->fence_context = dma_fence_context_alloc(1);
+	ring->jobs = dmam_alloc_coherent(dev, ring->entries * sizeof(*ring->jobs),
+					 &ring->jobs_dma, GFP_KERNEL);
+	ring->cpls = dmam_alloc_coherent(dev, ring->entries * sizeof(*ring->cpls),
+					 &ring->cpls_dma, GFP_KERNEL);
+	ring->ctrl = dmam_alloc_coherent(dev, sizeof(*ring->ctrl),
+					 &ring->ctrl_dma, GFP_KERNEL);
+	if (!ring->jobs || !ring->cpls || !ring->ctrl)
+		return -ENOMEM;
+	rbln_ring_reset_memory(ring);
+
+	name = devm_kasprintf(dev, GFP_KERNEL, "rbln-ring%u@%s", index,
+			      pci_name(rdev->pdev));
+	if (!name)
+		return -ENOMEM;
+	ret = rbln_sched_init(&ring->sched, &rbln_sched_ops,
+			      ring->entries - 1,
+			      msecs_to_jiffies(rbln_job_timeout_ms), name, dev);
+	if (ret) {
+		drm_err(&rdev->drm, "ring %u: scheduler: %d\n", index, ret);
+		return ret;
+	}
+	ring->sched_ready = true;
+
+	ret = rbln_ring_setup_fw(ring);
+	if (ret) {
+		drm_err(&rdev->drm, "ring %u: RING_SETUP failed: %d\n", index, ret);
+		return ret;
+	}
+	ring->up = true;
+	return 0;
+}
+
+/* One ring per chiplet, once the admin ring works. */
+int rbln_rings_init(struct rbln_device *rdev)
+{
+	unsigned int i;
+	int ret;
+
+	if (!rdev->irq_ring_ok) {
+		drm_info(&rdev->drm, "the card has no command rings (firmware-iface %u.%u, %u vectors): no jobs\n",
+			 rdev->id.iface_major, rdev->id.iface_minor,
+			 rdev->id.num_vectors);
+		return 0;
+	}
+	ret = drmm_add_action(&rdev->drm, rbln_rings_fini, NULL);
+	if (ret)
+		return ret;
+	for (i = 0; i < rdev->id.chiplet_count; i++) {
+		ret = rbln_ring_init(rdev, &rdev->rings[i], i);
+		rdev->ring_count = i + 1;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Ring interrupt thread. */
+void rbln_rings_irq(struct rbln_device *rdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < rdev->ring_count; i++)
+		rbln_ring_process(&rdev->rings[i]);
+}

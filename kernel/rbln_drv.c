@@ -213,6 +213,7 @@ static const struct file_operations rbln_fops = {
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
 	.show_fdinfo = drm_show_fdinfo,	/* calls rbln_show_fdinfo() */
+	.uring_cmd = rbln_uring_cmd,
 	RBLN_FOP_FLAGS
 };
 

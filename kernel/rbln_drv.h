@@ -484,6 +484,10 @@ void rbln_queues_fini(struct rbln_file *rf);
 void rbln_queue_put(struct rbln_queue *q);
 void rbln_job_put_resources(struct rbln_job *job);
 
+/* rbln_uring.c */
+struct io_uring_cmd;
+int rbln_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+
 /* rbln_sysfs.c */
 void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring);
 

@@ -22,10 +22,13 @@ check() { # name expected-rc actual-rc
 	fi
 }
 
+# Leftovers of this checkout's runs only: other checkouts (a CI clone next
+# to a working tree) may run VMs at the same time.
+tag=$(printf '%s' "$top" | cksum | cut -d' ' -f1)
 leftovers() {
 	local n
-	n=$(ls /dev/shm 2>/dev/null | grep -c '^rbln-vm-')
-	n=$((n + $(pgrep -fc "rbln-emu --family" || true)))
+	n=$(ls /dev/shm 2>/dev/null | grep -c "^rbln-vm-$tag-")
+	n=$((n + $(pgrep -fc "rbln-emu --family .*--socket $top/build/vm-runs/" || true)))
 	echo "$n"
 }
 

@@ -153,6 +153,8 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 			ring->cpl_phase ^= RBLN_FW_REC_PHASE;
 		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
 
+		if (cpl.status == RBLN_FW_JOB_ABORTED && ring->recovering)
+			continue;	/* written again after the reset */
 		job = list_first_entry_or_null(&ring->pending, struct rbln_job,
 					       ring_link);
 		if (!job || job->hw_seqno != cpl.seqno) {
@@ -163,8 +165,6 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 					    job ? job->hw_seqno : 0);
 			continue;
 		}
-		if (cpl.status == RBLN_FW_JOB_ABORTED && ring->recovering)
-			continue;	/* written again after the reset */
 		if (cpl.status != RBLN_FW_JOB_OK)
 			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u\n",
 				ring->index, cpl.seqno, cpl.status, cpl.packet_offset);

@@ -384,23 +384,29 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 			goto err_unlock;
 	}
 
+	/*
+	 * Arm and push in queue order; the job may be freed as soon as it
+	 * is pushed, so everything that needs it happens before.
+	 */
 	mutex_lock(&q->lock);
+	/* The history slot is allocated first: nothing can fail after arm. */
+	ret = xa_reserve(&q->fences, q->last_seqno + 1, GFP_KERNEL);
+	if (ret) {
+		mutex_unlock(&q->lock);
+		goto err_unlock;
+	}
 	drm_sched_job_arm(&job->base);
 	fence = dma_fence_get(&job->base.s_fence->finished);
 	args->seqno = ++q->last_seqno;
 	job->queue_seqno = args->seqno;
-	ret = xa_err(xa_store(&q->fences, args->seqno, dma_fence_get(fence),
-			      GFP_KERNEL));
-	if (ret)
-		dma_fence_put(fence);	/* WAIT by seqno will say "done" */
+	xa_store(&q->fences, args->seqno, dma_fence_get(fence), GFP_KERNEL);
 	if (args->seqno > RBLN_QUEUE_HISTORY)
 		dma_fence_put(xa_erase(&q->fences, args->seqno - RBLN_QUEUE_HISTORY));
-	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&q->lock);
-
 	for (i = 0; i < job->bo_count; i++)
 		dma_resv_add_fence(job->bos[i]->resv, fence, DMA_RESV_USAGE_WRITE);
 	drm_gem_unlock_reservations(job->bos, job->bo_count, &ctx);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&q->lock);
 
 	if (out) {
 		if (chain)

@@ -149,8 +149,10 @@ void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason)
 	if (old != RBLN_STATE_FAULT) {
 		drm_err(&rdev->drm, "card fault: code %u (%s): %s\n", code,
 			rbln_fw_fault_name(code), reason);
-		if (announce)
+		if (announce) {
 			rbln_uevent(rdev, RBLN_STATE_FAULT, code);
+			rbln_reset_schedule(rdev);
+		}
 	}
 	wake_up_all(&rdev->admin_wq);
 }
@@ -329,6 +331,7 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 	xa_init_flags(&rdev->vms, XA_FLAGS_ALLOC1);
+	rbln_reset_init(rdev);
 	atomic64_set(&rdev->host_bytes, 0);
 	atomic64_set(&rdev->pinned_bytes, 0);
 	atomic64_set(&rdev->mmu_faults, 0);
@@ -394,6 +397,7 @@ static void rbln_pci_remove(struct pci_dev *pdev)
 
 	if (!drm_dev_is_unplugged(&rdev->drm))
 		drm_dev_unplug(&rdev->drm);
+	rbln_reset_fini(rdev);
 	rbln_fw_fini(rdev);
 	rbln_sysfs_fini(rdev);
 }
@@ -408,6 +412,7 @@ static void rbln_pci_shutdown(struct pci_dev *pdev)
 
 	if (!drm_dev_is_unplugged(&rdev->drm))
 		drm_dev_unplug(&rdev->drm);
+	rbln_reset_fini(rdev);
 	rbln_fw_fini(rdev);
 }
 

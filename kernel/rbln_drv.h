@@ -334,6 +334,11 @@ struct rbln_device {
 	struct rbln_cmd_ring rings[RBLN_FW_MAX_CHIPLETS];
 	u32 ring_count;
 
+	/* whole-card recovery (rbln_reset.c) */
+	struct work_struct recover_work;
+	bool recover_failed;
+	u64 card_resets;
+
 	/* sysfs (rbln_sysfs.c) */
 	struct rbln_sysfs_node *sysfs_card;
 	struct rbln_sysfs_node *sysfs_chiplet[RBLN_FW_MAX_CHIPLETS];
@@ -464,7 +469,15 @@ int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
 		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl);
 int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring);
 
+/* rbln_reset.c */
+void rbln_reset_init(struct rbln_device *rdev);
+void rbln_reset_schedule(struct rbln_device *rdev);
+void rbln_reset_fini(struct rbln_device *rdev);
+int rbln_fw_restart(struct rbln_device *rdev);
+
 /* rbln_job.c */
+void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err);
+int rbln_ring_restart(struct rbln_cmd_ring *ring, int err);
 int rbln_rings_init(struct rbln_device *rdev);
 void rbln_rings_irq(struct rbln_device *rdev);
 void rbln_ring_process(struct rbln_cmd_ring *ring);

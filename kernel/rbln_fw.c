@@ -658,6 +658,51 @@ int rbln_fw_get_telemetry(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
 	return 0;
 }
 
+/* ---- recovery -------------------------------------------------------------- */
+
+static int rbln_fw_identify(struct rbln_device *rdev);
+
+static void rbln_ring_rewind(struct rbln_ring *ring)
+{
+	memset(ring->va, 0, RBLN_RING_ENTRIES * RBLN_RING_REC_SIZE);
+	ring->idx = 0;
+	ring->phase = RBLN_FW_REC_PHASE;
+}
+
+/*
+ * Whole-card recovery: resets the card and does the boot handshake again
+ * with rewound admin and event rings.  The card forgets everything (VMs,
+ * command rings); the caller sets those up again.
+ */
+int rbln_fw_restart(struct rbln_device *rdev)
+{
+	int ret;
+
+	mutex_lock(&rdev->admin_lock);
+	mutex_lock(&rdev->event_lock);
+	rdev->ev.entries = 0;	/* no event processing while rewinding */
+	mutex_unlock(&rdev->event_lock);
+
+	ret = rbln_fw_reset(rdev, rbln_boot_timeout_ms);
+	if (!ret) {
+		rbln_ring_rewind(&rdev->sq);
+		rbln_ring_rewind(&rdev->cq);
+		rbln_ring_rewind(&rdev->ev);
+		rdev->ev_seq_valid = false;
+		ret = rbln_fw_boot(rdev);
+	}
+	mutex_unlock(&rdev->admin_lock);
+
+	mutex_lock(&rdev->event_lock);
+	rdev->ev.entries = RBLN_RING_ENTRIES;
+	mutex_unlock(&rdev->event_lock);
+	if (ret)
+		return ret;
+	rbln_set_state(rdev, RBLN_STATE_READY);
+	rbln_fw_process_events(rdev);
+	return rbln_fw_identify(rdev);
+}
+
 /* ---- memory management (rbln_fw_mmu.md) -------------------------------- */
 
 int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root)

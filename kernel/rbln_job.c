@@ -196,6 +196,44 @@ static int rbln_ring_setup_fw(struct rbln_cmd_ring *ring)
 				  ring->jobs_dma, ring->cpls_dma, ring->ctrl_dma);
 }
 
+/* Fails every job the ring still holds with @err (scheduler stopped). */
+void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err)
+{
+	struct rbln_job *job;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	while ((job = list_first_entry_or_null(&ring->pending, struct rbln_job,
+					       ring_link)))
+		rbln_ring_retire(ring, job, err, 0, 0);
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+/*
+ * After a card reset (the card forgot the ring): the jobs it held fail
+ * with @err, the ring starts empty and is set up again.
+ */
+int rbln_ring_restart(struct rbln_cmd_ring *ring, int err)
+{
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->up = false;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	rbln_ring_fail_pending(ring, err);
+	spin_lock_irqsave(&ring->lock, flags);
+	rbln_ring_reset_memory(ring);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	ret = rbln_ring_setup_fw(ring);
+	if (ret)
+		return ret;
+	spin_lock_irqsave(&ring->lock, flags);
+	ring->up = true;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return 0;
+}
+
 static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job)
 {
 	struct rbln_job *bad = to_rbln_job(sched_job);

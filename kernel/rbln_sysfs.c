@@ -148,6 +148,14 @@ static ssize_t heartbeat_show(struct kobject *kobj, struct kobj_attribute *attr,
 }
 
 static struct kobj_attribute rbln_attr_family = __ATTR_RO(family);
+/* card_resets: whole-card recoveries since the driver bound the card. */
+static ssize_t card_resets_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(to_node(kobj)->rdev->card_resets));
+}
+
+static struct kobj_attribute rbln_attr_card_resets = __ATTR_RO(card_resets);
 static struct kobj_attribute rbln_attr_chiplet_count = __ATTR_RO(chiplet_count);
 static struct kobj_attribute rbln_attr_hbm_total_bytes = __ATTR_RO(hbm_total_bytes);
 static struct kobj_attribute rbln_attr_fw_version = __ATTR_RO(fw_version);
@@ -161,6 +169,7 @@ static struct kobj_attribute rbln_attr_heartbeat = __ATTR_RO(heartbeat);
 static struct attribute *rbln_card_attrs[] = {
 	&rbln_attr_family.attr,
 	&rbln_attr_chiplet_count.attr,
+	&rbln_attr_card_resets.attr,
 	&rbln_attr_hbm_total_bytes.attr,
 	&rbln_attr_fw_version.attr,
 	&rbln_attr_fw_iface_version.attr,

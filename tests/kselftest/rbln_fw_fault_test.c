@@ -3,14 +3,19 @@
  * A firmware fault of a running card: the driver notices it (event), logs
  * the fault once, shows it in sysfs, answers queries that need the card
  * with -EIO while identity queries keep working, and a rebind recovers the
- * card.  Other cards are not affected.
+ * card (these tests turn the module's own recovery off).  With recovery
+ * on (the default) the driver resets and recovers the card by itself:
+ * open files keep working, the recovery is counted and a devcoredump
+ * records the fault.  Other cards are not affected.
  *
  * Changes device state: the teardown clears the fault and binds every card
  * back, even when a test failed half way.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,11 +23,13 @@
 
 #include "kselftest_harness.h"
 #include "rbln_ksft.h"
+#include "rbln_mem.h"
 
 #define EMU_TIMEOUT_MS 5000
 #define STATE_TIMEOUT_MS 5000
 #define NODE_TIMEOUT_MS 10000
 #define FAULT_REASON "ksft-runtime-fault"
+#define RECOVERY_PARAM "/sys/module/rbln/parameters/recovery"
 
 FIXTURE(fault)
 {
@@ -32,6 +39,7 @@ FIXTURE(fault)
 	char state_path[128];
 	char fault_path[128];
 	char klog[65536];
+	char recovery[8];	/* the parameter's value before the test */
 };
 
 FIXTURE_SETUP(fault)
@@ -45,6 +53,10 @@ FIXTURE_SETUP(fault)
 		 "/sys/bus/pci/devices/%s/rbln/state", self->target.bdf);
 	snprintf(self->fault_path, sizeof(self->fault_path),
 		 "/sys/bus/pci/devices/%s/rbln/fault", self->target.bdf);
+	ASSERT_LT(0, rbln_read_file(RECOVERY_PARAM, self->recovery,
+				    sizeof(self->recovery)));
+	/* a fault stays until the test recovers it (recovery tests turn it on) */
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "N"));
 }
 
 FIXTURE_TEARDOWN_PARENT(fault)
@@ -60,6 +72,8 @@ FIXTURE_TEARDOWN_PARENT(fault)
 		if (strcmp(state, "ready") != 0)
 			rbln_unbind(self->target.bdf);
 	}
+	if (self->recovery[0])
+		rbln_write_file(RECOVERY_PARAM, self->recovery);
 	failed = rbln_restore_bindings(log, sizeof(log));
 	if (log[0])
 		TH_LOG("teardown: %s", log);
@@ -199,6 +213,96 @@ TEST_F_TIMEOUT(fault, other_cards_keep_working_when_one_faults, 120)
 		close(fds[i]);
 	}
 	/* the teardown recovers the faulted card */
+}
+
+/* devcoredumps of @bdf; each one found is freed (written to). */
+static int count_coredumps(const char *bdf)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir("/sys/class/devcoredump");
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[300], target[300];
+		ssize_t len;
+
+		if (strncmp(de->d_name, "devcd", 5))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/devcoredump/%s/failing_device", de->d_name);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (!strstr(target, bdf))
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "/sys/class/devcoredump/%s/data",
+			 de->d_name);
+		rbln_write_file(path, "1");
+	}
+	closedir(d);
+	return n;
+}
+
+TEST_F_TIMEOUT(fault, runtime_fault_is_recovered_by_the_driver, 120)
+{
+	char resets_path[128], text[64], reply[128];
+	struct drm_rbln_info_telemetry t;
+	unsigned long long before = 0, after = 0;
+	int err;
+	int fd = rbln_open_minor(self->target.minor);
+
+	struct drm_rbln_info_vm vm;
+	struct drm_rbln_bo_create bo;
+	unsigned char want[256], got[256];
+	int vfd;
+
+	ASSERT_LE(0, fd);
+	/* an HBM buffer the card has used: its VM is bound on the card */
+	ASSERT_EQ(0, rbln_bo_create(fd, 4096, RBLN_REGION_HBM, 0, 0, &bo));
+	ASSERT_EQ(0, rbln_info_vm(fd, &vm));
+	vfd = rbln_vm_access_open(self->target.bdf);
+	ASSERT_LE(0, vfd);
+	rbln_pattern_fill(want, sizeof(want), 7, 0);
+	ASSERT_EQ(0, rbln_vm_write(vfd, vm.asid, bo.device_va, want, sizeof(want)));
+	snprintf(resets_path, sizeof(resets_path),
+		 "/sys/bus/pci/devices/%s/rbln/card_resets", self->target.bdf);
+	ASSERT_LT(0, rbln_read_file(resets_path, text, sizeof(text)));
+	before = strtoull(text, NULL, 10);
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "Y"));
+
+	err = rbln_emu_cmd(self->target.card,
+			   "fault fw-fault code=3 reason=" FAULT_REASON, reply,
+			   sizeof(reply), EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err)
+	TH_LOG("emulator: %s, reply '%s'", strerror(-err), reply);
+
+	/* fault, then resetting, then ready again without a rebind */
+	for (int i = 0; i < 100; i++) {
+		ASSERT_LT(0, rbln_read_file(resets_path, text, sizeof(text)));
+		after = strtoull(text, NULL, 10);
+		if (after > before)
+			break;
+		rbln_sleep_ms(100);
+	}
+	EXPECT_EQ(before + 1, after) TH_LOG("card_resets did not count the recovery");
+	EXPECT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+
+	/* the open file survived and the card answers it */
+	EXPECT_EQ(0, rbln_get_info(fd, RBLN_INFO_TELEMETRY, &t, sizeof(t), NULL));
+	/* the card was told about the VM again: the buffer still translates */
+	EXPECT_EQ(0, rbln_vm_read(vfd, vm.asid, bo.device_va, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(want, got, sizeof(got)))
+	TH_LOG("the buffer's bytes changed over the recovery");
+	close(vfd);
+	close(fd);
+
+	/* the devcoredump of the fault, for this card */
+	EXPECT_EQ(1, count_coredumps(self->target.bdf))
+	TH_LOG("want one devcoredump whose failing_device is %s", self->target.bdf);
 }
 
 TEST_HARNESS_MAIN

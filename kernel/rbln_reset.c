@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln: whole-card recovery and the devcoredump that records why.
+ *
+ * When the card goes to "fault" (its firmware crashed, or it stopped
+ * answering admin requests) and the module parameter recovery is on, a
+ * work item: takes a devcoredump of the control block and the rings, stops
+ * every ring's scheduler, resets the card and does the boot handshake
+ * again, binds every VM the card knew again, fails the jobs the card lost
+ * with -EIO, sets the rings up again and restarts the schedulers.  Open
+ * files, buffers and queues survive; new jobs run.  A recovery that fails
+ * leaves the card in "fault" until the driver is rebound.  Each recovery
+ * is counted (sysfs card_resets) and announced by the state uevents
+ * (fault -> resetting -> ready).
+ */
+#include <linux/devcoredump.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include <drm/drm_drv.h>
+#include <drm/drm_print.h>
+#include <drm/gpu_scheduler.h>
+
+#include "rbln_drv.h"
+
+static bool rbln_recovery = true;
+module_param_named(recovery, rbln_recovery, bool, 0644);
+MODULE_PARM_DESC(recovery,
+		 "Reset and recover a faulted card by itself (default on; off: the card stays faulted until rebound)");
+
+/* The control block, then the driver's view of each ring. */
+static void rbln_devcoredump(struct rbln_device *rdev)
+{
+	size_t size = sizeof(struct rbln_fw_ctrl) + PAGE_SIZE;
+	struct drm_printer p;
+	struct drm_print_iterator it;
+	unsigned int i;
+	char *buf;
+
+	buf = vzalloc(size);
+	if (!buf)
+		return;
+	memcpy_fromio(buf, rdev->ctrl, sizeof(struct rbln_fw_ctrl));
+	it.data = buf + sizeof(struct rbln_fw_ctrl);
+	it.start = 0;
+	it.remain = PAGE_SIZE - 1;
+	p = drm_coredump_printer(&it);
+	drm_printf(&p, "rbln coredump: fault code %u (%s): %s\n",
+		   rdev->fault_code, rbln_fw_fault_name(rdev->fault_code),
+		   rdev->fault_reason);
+	for (i = 0; i < rdev->ring_count; i++) {
+		struct rbln_cmd_ring *r = &rdev->rings[i];
+
+		drm_printf(&p, "ring %u: up %d tail %u cpl_head %u hw_seqno %llu\n",
+			   i, r->up, r->tail, r->cpl_head, r->hw_seqno);
+		drm_printf(&p, "ring %u: job_head %u done_seqno %llu resets %llu bad_cpls %llu\n",
+			   i, READ_ONCE(r->ctrl->job_head),
+			   READ_ONCE(r->ctrl->done_seqno), r->resets, r->bad_cpls);
+	}
+	dev_coredumpv(rdev->drm.dev, buf, size, GFP_KERNEL);
+}
+
+/* Every VM the card knew: bind it again (the card forgot all of them). */
+static void rbln_vms_rebind(struct rbln_device *rdev)
+{
+	struct rbln_vm *vm;
+	unsigned long asid;
+	int ret;
+
+	mutex_lock(&rdev->vm_debug_lock);	/* no VM goes away meanwhile */
+	xa_for_each(&rdev->vms, asid, vm) {
+		mutex_lock(&vm->lock);
+		if (vm->bound) {
+			vm->bound = false;
+			ret = rbln_vm_bind_locked(vm);
+			if (ret)
+				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
+					asid, ret);
+		}
+		mutex_unlock(&vm->lock);
+	}
+	mutex_unlock(&rdev->vm_debug_lock);
+}
+
+static void rbln_recover_work(struct work_struct *work)
+{
+	struct rbln_device *rdev = container_of(work, struct rbln_device,
+						recover_work);
+	unsigned int i;
+	int idx, ret;
+
+	if (!drm_dev_enter(&rdev->drm, &idx))
+		return;
+	if (rbln_get_state(rdev) != RBLN_STATE_FAULT)
+		goto out;
+
+	rbln_devcoredump(rdev);
+	drm_warn(&rdev->drm, "recovering the card from its fault (%s)\n",
+		 rdev->fault_reason);
+	for (i = 0; i < rdev->ring_count; i++)
+		drm_sched_stop(&rdev->rings[i].sched, NULL);
+	rbln_set_state(rdev, RBLN_STATE_RESETTING);
+
+	ret = rbln_fw_restart(rdev);
+	if (!ret) {
+		rbln_vms_rebind(rdev);
+		for (i = 0; i < rdev->ring_count && !ret; i++)
+			ret = rbln_ring_restart(&rdev->rings[i], -EIO);
+	}
+	if (ret) {
+		rdev->recover_failed = true;
+		for (i = 0; i < rdev->ring_count; i++)
+			rbln_ring_fail_pending(&rdev->rings[i], -EIO);
+		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, "recovery failed");
+		drm_err(&rdev->drm, "card recovery failed (%d): rebind the driver to retry\n",
+			ret);
+	} else {
+		rdev->card_resets++;
+		drm_info(&rdev->drm, "card recovered (recovery %llu)\n",
+			 rdev->card_resets);
+	}
+	for (i = 0; i < rdev->ring_count; i++)
+		drm_sched_start(&rdev->rings[i].sched);
+out:
+	drm_dev_exit(idx);
+}
+
+void rbln_reset_init(struct rbln_device *rdev)
+{
+	INIT_WORK(&rdev->recover_work, rbln_recover_work);
+}
+
+/* From rbln_set_fault(): the card just went to "fault". */
+void rbln_reset_schedule(struct rbln_device *rdev)
+{
+	if (rbln_recovery && !rdev->recover_failed)
+		schedule_work(&rdev->recover_work);
+}
+
+void rbln_reset_fini(struct rbln_device *rdev)
+{
+	cancel_work_sync(&rdev->recover_work);
+}

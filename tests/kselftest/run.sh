@@ -11,8 +11,9 @@
 #
 # Meant for the rbln VM: tools/vm/rbln-vm -- tests/kselftest/run.sh build/cmake/tests/kselftest
 # Read-only tests run first, then the memory tests (buffers, VMs, PRIME:
-# they change no card state that outlives them), the ones that unbind and
-# fault cards last.  After
+# they change no card state that outlives them), the job tests (queues,
+# packets, syncobjs, io_uring), the ones that reset rings, unbind and fault
+# cards last.  After
 # each binary every card must be bound to rbln again (the tests restore it in
 # their teardown; a card left unbound is a failure of that binary).  The TAP
 # output of each binary is copied to $RBLN_VM_RESULTS/kselftest/ when set.
@@ -24,6 +25,7 @@ bindir=${1:-build/cmake/tests/kselftest}
 all="rbln_get_info_test rbln_uapi_errors_test rbln_sysfs_test
 rbln_bo_test rbln_bo_errors_test rbln_mem_stats_test rbln_userptr_test
 rbln_hbm_full_test rbln_coherence_test rbln_isolation_test rbln_prime_test
+rbln_submit_copy_test
 rbln_mmu_fault_test
 rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
 tests=

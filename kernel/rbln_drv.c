@@ -366,6 +366,7 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	spin_lock(&rdev->state_lock);
 	rdev->announce = true;
 	spin_unlock(&rdev->state_lock);
+	rbln_watchdog_start(rdev);
 
 	for (i = 0; i < rdev->id.chiplet_count; i++)
 		hbm_total += rdev->id.hbm_size[i];

@@ -338,6 +338,10 @@ struct rbln_device {
 	struct work_struct recover_work;
 	bool recover_failed;
 	u64 card_resets;
+	struct delayed_work watchdog;
+	unsigned long wd_stamp;		/* jiffies the heartbeat last moved */
+	u64 wd_beat;
+	u64 heartbeat_losses;
 
 	/* sysfs (rbln_sysfs.c) */
 	struct rbln_sysfs_node *sysfs_card;
@@ -472,6 +476,7 @@ int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring);
 /* rbln_reset.c */
 void rbln_reset_init(struct rbln_device *rdev);
 void rbln_reset_schedule(struct rbln_device *rdev);
+void rbln_watchdog_start(struct rbln_device *rdev);
 void rbln_reset_fini(struct rbln_device *rdev);
 int rbln_fw_restart(struct rbln_device *rdev);
 

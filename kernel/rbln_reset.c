@@ -11,7 +11,8 @@
  * files, buffers and queues survive; new jobs run.  A recovery that fails
  * leaves the card in "fault" until the driver is rebound.  Each recovery
  * is counted (sysfs card_resets) and announced by the state uevents
- * (fault -> resetting -> ready).
+ * (fault -> resetting -> ready).  A heartbeat watchdog faults a card whose
+ * firmware stopped running.
  */
 #include <linux/devcoredump.h>
 #include <linux/io.h>
@@ -23,6 +24,13 @@
 #include <drm/gpu_scheduler.h>
 
 #include "rbln_drv.h"
+
+static unsigned int rbln_heartbeat_timeout_ms = 5000;
+module_param_named(heartbeat_timeout_ms, rbln_heartbeat_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(heartbeat_timeout_ms,
+		 "A ready card whose heartbeat counter stands still this long is faulted, in ms (default 5000, 0: no watchdog)");
+
+#define RBLN_WATCHDOG_PERIOD_MS	500
 
 static bool rbln_recovery = true;
 module_param_named(recovery, rbln_recovery, bool, 0644);
@@ -126,9 +134,52 @@ out:
 	drm_dev_exit(idx);
 }
 
+/*
+ * The heartbeat watchdog: the firmware increments the control block's
+ * heartbeat counter while it runs (about every 100 ms); a ready card whose
+ * counter stands still for heartbeat_timeout_ms has hung, and is faulted
+ * (which starts the recovery).
+ */
+static void rbln_watchdog_work(struct work_struct *work)
+{
+	struct rbln_device *rdev = container_of(to_delayed_work(work),
+						struct rbln_device, watchdog);
+	unsigned long now = jiffies;
+	u64 beat;
+	int idx;
+
+	if (!drm_dev_enter(&rdev->drm, &idx))
+		return;
+	beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	if (rbln_get_state(rdev) != RBLN_STATE_READY || beat != rdev->wd_beat ||
+	    !rbln_heartbeat_timeout_ms) {
+		rdev->wd_beat = beat;
+		rdev->wd_stamp = now;
+	} else if (time_after(now, rdev->wd_stamp +
+			      msecs_to_jiffies(rbln_heartbeat_timeout_ms))) {
+		rdev->heartbeat_losses++;
+		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL,
+			       "firmware heartbeat stopped");
+		rdev->wd_stamp = now;
+	}
+	schedule_delayed_work(&rdev->watchdog,
+			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
+	drm_dev_exit(idx);
+}
+
 void rbln_reset_init(struct rbln_device *rdev)
 {
 	INIT_WORK(&rdev->recover_work, rbln_recover_work);
+	INIT_DELAYED_WORK(&rdev->watchdog, rbln_watchdog_work);
+}
+
+/* After probe: the card is ready and announced. */
+void rbln_watchdog_start(struct rbln_device *rdev)
+{
+	rdev->wd_stamp = jiffies;
+	rdev->wd_beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	schedule_delayed_work(&rdev->watchdog,
+			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
 }
 
 /* From rbln_set_fault(): the card just went to "fault". */
@@ -140,5 +191,6 @@ void rbln_reset_schedule(struct rbln_device *rdev)
 
 void rbln_reset_fini(struct rbln_device *rdev)
 {
+	cancel_delayed_work_sync(&rdev->watchdog);
 	cancel_work_sync(&rdev->recover_work);
 }

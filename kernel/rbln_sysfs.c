@@ -155,6 +155,15 @@ static ssize_t card_resets_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%llu\n", READ_ONCE(to_node(kobj)->rdev->card_resets));
 }
 
+/* heartbeat_losses: times the heartbeat watchdog found the firmware stopped. */
+static ssize_t heartbeat_losses_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  READ_ONCE(to_node(kobj)->rdev->heartbeat_losses));
+}
+
+static struct kobj_attribute rbln_attr_heartbeat_losses = __ATTR_RO(heartbeat_losses);
 static struct kobj_attribute rbln_attr_card_resets = __ATTR_RO(card_resets);
 static struct kobj_attribute rbln_attr_chiplet_count = __ATTR_RO(chiplet_count);
 static struct kobj_attribute rbln_attr_hbm_total_bytes = __ATTR_RO(hbm_total_bytes);
@@ -170,6 +179,7 @@ static struct attribute *rbln_card_attrs[] = {
 	&rbln_attr_family.attr,
 	&rbln_attr_chiplet_count.attr,
 	&rbln_attr_card_resets.attr,
+	&rbln_attr_heartbeat_losses.attr,
 	&rbln_attr_hbm_total_bytes.attr,
 	&rbln_attr_fw_version.attr,
 	&rbln_attr_fw_iface_version.attr,

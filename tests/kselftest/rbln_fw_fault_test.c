@@ -215,6 +215,42 @@ TEST_F_TIMEOUT(fault, other_cards_keep_working_when_one_faults, 120)
 	/* the teardown recovers the faulted card */
 }
 
+TEST_F_TIMEOUT(fault, silent_firmware_is_faulted_by_the_heartbeat_watchdog, 120)
+{
+	static const char *param = "/sys/module/rbln/parameters/heartbeat_timeout_ms";
+	char losses_path[128], text[128], old[16] = "", reply[128];
+	unsigned long long before, after;
+	__s64 t0;
+	int err;
+
+	snprintf(losses_path, sizeof(losses_path),
+		 "/sys/bus/pci/devices/%s/rbln/heartbeat_losses", self->target.bdf);
+	ASSERT_LT(0, rbln_read_file(losses_path, text, sizeof(text)));
+	before = strtoull(text, NULL, 10);
+	ASSERT_LT(0, rbln_read_file(param, old, sizeof(old)));
+	ASSERT_EQ(0, rbln_write_file(param, "1000"));
+	ASSERT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+
+	/* the firmware stops: no answers, no heartbeat, and no event either */
+	err = rbln_emu_cmd(self->target.card, "fault no-response", reply,
+			   sizeof(reply), EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err) TH_LOG("emulator: %s, reply '%s'", strerror(-err), reply);
+	t0 = rbln_now_ms();
+	err = wait_state(self->state_path, "fault", 10000);
+	TH_LOG("state 'fault' after %lld ms", (long long)(rbln_now_ms() - t0));
+	EXPECT_EQ(0, err) TH_LOG("the watchdog did not notice the silent firmware");
+	EXPECT_LT(0, rbln_read_file(self->fault_path, text, sizeof(text)));
+	EXPECT_NE(NULL, strstr(text, "heartbeat")) TH_LOG("sysfs fault reads '%s'", text);
+	ASSERT_LT(0, rbln_read_file(losses_path, text, sizeof(text)));
+	after = strtoull(text, NULL, 10);
+	EXPECT_EQ(before + 1, after);
+
+	rbln_write_file(param, old);
+	/* the teardown rebinds; the card must answer for that */
+	EXPECT_EQ(0, rbln_emu_cmd(self->target.card, "fault clear", reply,
+				  sizeof(reply), EMU_TIMEOUT_MS));
+}
+
 /* devcoredumps of @bdf; each one found is freed (written to). */
 static int count_coredumps(const char *bdf)
 {

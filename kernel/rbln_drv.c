@@ -261,7 +261,8 @@ static void rbln_postclose(struct drm_device *drm, struct drm_file *file)
 }
 
 static const struct drm_driver rbln_drm_driver = {
-	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL | DRIVER_SYNCOBJ |
+			   DRIVER_SYNCOBJ_TIMELINE,
 	.fops = &rbln_fops,
 	.ioctls = rbln_ioctls,
 	.num_ioctls = ARRAY_SIZE(rbln_ioctls),

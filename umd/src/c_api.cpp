@@ -81,7 +81,7 @@ const char* rbln_version(void) {
 const char* rbln_status_name(rbln_status status) {
     if (status == RBLN_OK)
         return "ok";
-    if (status < RBLN_ERR_INVALID_ARGUMENT || status > RBLN_ERR_INTERNAL)
+    if (status < RBLN_ERR_INVALID_ARGUMENT || status > RBLN_ERR_TIMEOUT)
         return "unknown";
     // errc_name returns views of string literals: NUL-terminated.
     return rbln::errc_name(static_cast<rbln::Errc>(status)).data();

@@ -34,6 +34,14 @@ std::string_view errc_name(Errc code) noexcept {
         return "bad-control-block";
     case Errc::Internal:
         return "internal";
+    case Errc::BadConfig:
+        return "bad-config";
+    case Errc::BadFork:
+        return "bad-fork";
+    case Errc::OutOfMemory:
+        return "out-of-memory";
+    case Errc::Timeout:
+        return "timeout";
     }
     return "unknown";
 }
@@ -53,7 +61,12 @@ Errc errc_from_errno(int err) noexcept {
     case ENOTTY:
         return Errc::WrongDriver;
     case ENOMEM:
-        return Errc::Internal;
+    case ENOSPC:
+    case E2BIG:
+        return Errc::OutOfMemory;
+    case ETIME:
+    case ETIMEDOUT:
+        return Errc::Timeout;
     default:
         return Errc::Io;
     }

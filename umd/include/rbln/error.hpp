@@ -23,7 +23,11 @@ enum class Errc : int {
     Io = 8,               ///< a read, open or ioctl failed for another reason
     DeviceGone = 9,       ///< the device was removed or unbound (ENODEV)
     BadControlBlock = 10, ///< a firmware-iface control block failed validation
-    Internal = 11,        ///< a bug in librbln (or out of memory)
+    Internal = 11,        ///< a bug in librbln (or host memory exhausted in librbln)
+    BadConfig = 12,       ///< an RBLN_* environment variable is malformed or not allowed here
+    BadFork = 13,         ///< a fork() child of a process that used a device tried to use it
+    OutOfMemory = 14,     ///< the kernel is out of memory, device memory or device VA
+    Timeout = 15,         ///< a deadline passed before the job or fence was done
 };
 
 /// Short stable name of an error code, e.g. "permission-denied".

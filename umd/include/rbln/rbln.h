@@ -33,6 +33,10 @@ typedef enum rbln_status {
     RBLN_ERR_DEVICE_GONE = 9,
     RBLN_ERR_BAD_CONTROL_BLOCK = 10,
     RBLN_ERR_INTERNAL = 11,
+    RBLN_ERR_BAD_CONFIG = 12,    /* an RBLN_* variable is malformed; the message names it */
+    RBLN_ERR_BAD_FORK = 13,      /* fork() child of a process that used a device */
+    RBLN_ERR_OUT_OF_MEMORY = 14, /* kernel/device memory or device VA exhausted */
+    RBLN_ERR_TIMEOUT = 15,       /* a deadline passed */
 } rbln_status;
 
 #define RBLN_DEVICE_FAMILY_UNKNOWN 0

@@ -2,6 +2,7 @@
 // rbln/rbln.hpp - the C++ API of librbln (umbrella header).
 #pragma once
 
+#include "rbln/devices.hpp"   // IWYU pragma: export
 #include "rbln/discovery.hpp" // IWYU pragma: export
 #include "rbln/error.hpp"     // IWYU pragma: export
 #include "rbln/fw_ctrl.hpp"   // IWYU pragma: export

@@ -1,11 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
-// fake_kernel.hpp - a stateful fake of rbln.ko behind KernelInterface: it
-// answers GET_INFO with the uAPI's size protocol.
+// fake_kernel.hpp - a stateful fake of rbln.ko behind KernelInterface.  It
+// answers GET_INFO with the uAPI's size protocol, keeps buffers (with host
+// memory behind their mmap offsets), queues, jobs and syncobjs as the
+// uAPI describes them, checks inputs the way rbln_accel.h documents, can
+// fail the next call of any kind with a given errno, and counts calls.
+// Jobs complete at once unless hold_jobs is set (then complete_jobs()).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,11 +47,53 @@ public:
         telemetry.chiplet_count = 4;
     }
 
+    // ---- test controls ----------------------------------------------------
+
+    /// The next call of @op fails with @err (calls queue up in order).
+    void fail_next(KernelOp op, int err) { failures_[index(op)].push_back(err); }
+    /// Calls of @op so far (failed ones included).
+    int count(KernelOp op) const { return counts_[index(op)]; }
+    /// Every call so far.
+    int total_calls() const {
+        int n = 0;
+        for (int c : counts_)
+            n += c;
+        return n;
+    }
+    std::size_t buffer_count() const { return bos_.size(); }
+    std::size_t queue_count() const { return queues_.size(); }
+    std::size_t syncobj_count() const { return syncobjs_.size(); }
+    std::size_t mapping_count() const { return maps_.size(); }
+    std::uint64_t hbm_used(unsigned chiplet) const { return hbm_used_[chiplet]; }
+    /// Jobs submitted but not done (only with hold_jobs).
+    std::size_t pending_jobs() const {
+        std::size_t n = 0;
+        for (const auto& [id, q] : queues_)
+            n += q.submitted - q.completed;
+        return n;
+    }
+    /// Completes every held job.
+    void complete_jobs() {
+        for (auto& [id, q] : queues_)
+            q.completed = q.submitted;
+    }
+
+    bool hold_jobs = false; ///< jobs stay pending until complete_jobs()
+    int next_job_error = 0; ///< the job error (-errno) of the next job submitted
+    bool has_cap_sys_nice = false;
+
+    drm_rbln_info_device device{};
+    drm_rbln_info_telemetry telemetry{};
+    std::uint32_t device_size = sizeof(drm_rbln_info_device);
+    int telemetry_errno = 0;
+
+    // ---- KernelInterface --------------------------------------------------
+
     const std::string& path() const override { return path_; }
     const DrmVersion& drm_version() const override { return version_; }
 
     std::uint32_t get_info(std::uint32_t type, std::span<std::byte> out) override {
-        calls++;
+        enter(KernelOp::GetInfo);
         std::vector<std::byte> answer;
         if (type == RBLN_INFO_DEVICE) {
             // A newer kernel's answer is longer: the v1 prefix plus zeroes.
@@ -63,15 +114,266 @@ public:
         return full;
     }
 
-    drm_rbln_info_device device{};
-    drm_rbln_info_telemetry telemetry{};
-    std::uint32_t device_size = sizeof(drm_rbln_info_device);
-    int telemetry_errno = 0;
-    int calls = 0;
+    BoHandle bo_create(const BoCreateArgs& a) override {
+        enter(KernelOp::BoCreate);
+        if (a.size == 0 || (a.flags & ~RBLN_BO_DEVICE_READ_ONLY) != 0)
+            fail(KernelOp::BoCreate, EINVAL);
+        if (a.region != RBLN_REGION_HOST && a.region != RBLN_REGION_HBM &&
+            a.region != RBLN_REGION_AUTO)
+            fail(KernelOp::BoCreate, EINVAL);
+        if (a.region != RBLN_REGION_HBM && a.chiplet != 0)
+            fail(KernelOp::BoCreate, EINVAL);
+        if (a.region == RBLN_REGION_HBM && a.chiplet >= device.chiplet_count)
+            fail(KernelOp::BoCreate, EINVAL);
+        const bool hbm = a.region != RBLN_REGION_HOST;
+        const std::uint64_t size = round_up(a.size, hbm && a.size >= kHuge ? kHuge : kPage);
+        unsigned chiplet = a.chiplet;
+        if (hbm) {
+            if (a.region == RBLN_REGION_AUTO) {
+                chiplet = 0;
+                for (unsigned c = 1; c < device.chiplet_count; c++)
+                    if (hbm_free(c) > hbm_free(chiplet))
+                        chiplet = c;
+            }
+            if (size > device.hbm_size[chiplet])
+                fail(KernelOp::BoCreate, E2BIG);
+            if (size > hbm_free(chiplet))
+                fail(KernelOp::BoCreate, ENOSPC);
+            hbm_used_[chiplet] += size;
+        }
+        Bo bo;
+        bo.size = size;
+        bo.region = hbm ? RBLN_REGION_HBM : RBLN_REGION_HOST;
+        bo.chiplet = hbm ? chiplet : 0;
+        bo.flags = a.flags;
+        bo.device_va = next_va_;
+        bo.mmap_offset = next_offset_;
+        bo.memory = std::make_unique<std::byte[]>(size); // zeroed, as the kernel does
+        next_va_ += size;
+        next_offset_ += size;
+        const std::uint32_t handle = next_handle_++;
+        BoHandle out{handle, size, bo.chiplet, bo.device_va};
+        bos_.emplace(handle, std::move(bo));
+        return out;
+    }
+
+    BoDescription bo_info(std::uint32_t handle) override {
+        enter(KernelOp::BoInfo);
+        const Bo& bo = find_bo(KernelOp::BoInfo, handle, ENOENT);
+        return {bo.mmap_offset, bo.size, bo.device_va, bo.region, bo.chiplet, bo.flags};
+    }
+
+    BoHandle bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) override {
+        enter(KernelOp::BoUserptr);
+        const auto a = reinterpret_cast<std::uintptr_t>(addr);
+        if (a == 0 || size == 0 || a % kPage != 0 || size % kPage != 0 ||
+            (flags & ~RBLN_USERPTR_READ_ONLY) != 0 || a + size < a)
+            fail(KernelOp::BoUserptr, EINVAL);
+        if (pinned_ + size > memlock_limit)
+            fail(KernelOp::BoUserptr, ENOMEM);
+        pinned_ += size;
+        Bo bo;
+        bo.size = size;
+        bo.region = RBLN_REGION_USERPTR;
+        bo.flags = (flags & RBLN_USERPTR_READ_ONLY) != 0 ? RBLN_BO_DEVICE_READ_ONLY : 0;
+        bo.device_va = next_va_;
+        next_va_ += size;
+        const std::uint32_t handle = next_handle_++;
+        BoHandle out{handle, size, 0, bo.device_va};
+        bos_.emplace(handle, std::move(bo));
+        return out;
+    }
+
+    void gem_close(std::uint32_t handle) override {
+        enter(KernelOp::GemClose);
+        const Bo& bo = find_bo(KernelOp::GemClose, handle, EINVAL); // DRM says EINVAL
+        if (bo.region == RBLN_REGION_HBM)
+            hbm_used_[bo.chiplet] -= bo.size;
+        if (bo.region == RBLN_REGION_USERPTR)
+            pinned_ -= bo.size;
+        // A mapping keeps the memory, as a real mmap keeps the object.
+        auto node = bos_.extract(handle);
+        if (node.mapped().memory)
+            orphans_.push_back(std::move(node.mapped().memory));
+    }
+
+    void* mmap(std::uint64_t offset, std::size_t size) override {
+        enter(KernelOp::Mmap);
+        for (auto& [h, bo] : bos_) {
+            if (bo.memory && bo.mmap_offset == offset) {
+                if (size == 0 || size > bo.size)
+                    fail(KernelOp::Mmap, EINVAL);
+                void* p = bo.memory.get();
+                maps_[p] = size;
+                return p;
+            }
+        }
+        fail(KernelOp::Mmap, EINVAL);
+    }
+
+    void munmap(void* addr, std::size_t size) override {
+        enter(KernelOp::Munmap);
+        auto it = maps_.find(addr);
+        if (it == maps_.end() || it->second != size)
+            fail(KernelOp::Munmap, EINVAL);
+        maps_.erase(it);
+    }
+
+    std::uint32_t queue_create(std::uint32_t mask, std::uint32_t priority) override {
+        enter(KernelOp::QueueCreate);
+        if (mask == 0 || (mask >> device.chiplet_count) != 0 || priority > RBLN_QUEUE_PRIORITY_HIGH)
+            fail(KernelOp::QueueCreate, EINVAL);
+        if (priority == RBLN_QUEUE_PRIORITY_HIGH && !has_cap_sys_nice)
+            fail(KernelOp::QueueCreate, EACCES);
+        if (queues_.size() >= 256)
+            fail(KernelOp::QueueCreate, ENOSPC);
+        const std::uint32_t id = next_queue_++;
+        queues_[id].mask = mask;
+        return id;
+    }
+
+    void queue_destroy(std::uint32_t queue_id) override {
+        enter(KernelOp::QueueDestroy);
+        if (queues_.erase(queue_id) == 0)
+            fail(KernelOp::QueueDestroy, ENOENT);
+    }
+
+    std::uint64_t submit(const SubmitArgs& a) override {
+        enter(KernelOp::Submit);
+        if (a.cmd_size == 0 || a.cmd_size % 8 != 0 || a.cmd_size > (1u << 20) ||
+            a.cmd_offset % 8 != 0 || a.bo_handles.size() > 4096 || a.in_syncs.size() > 64)
+            fail(KernelOp::Submit, EINVAL);
+        auto q = queues_.find(a.queue_id);
+        if (q == queues_.end())
+            fail(KernelOp::Submit, ENOENT);
+        const Bo& cmd = find_bo(KernelOp::Submit, a.cmd_handle, ENOENT);
+        if (a.cmd_offset + a.cmd_size > cmd.size)
+            fail(KernelOp::Submit, ERANGE);
+        for (std::uint32_t h : a.bo_handles)
+            find_bo(KernelOp::Submit, h, ENOENT);
+        for (const SyncPoint& s : a.in_syncs)
+            if (syncobjs_.find(s.handle) == syncobjs_.end())
+                fail(KernelOp::Submit, ENOENT);
+        if (a.out.handle != 0 && syncobjs_.find(a.out.handle) == syncobjs_.end())
+            fail(KernelOp::Submit, ENOENT);
+        Queue& queue = q->second;
+        const std::uint64_t seqno = ++queue.submitted;
+        queue.errors[seqno] = std::exchange(next_job_error, 0);
+        if (!hold_jobs)
+            queue.completed = seqno;
+        if (a.out.handle != 0)
+            syncobjs_[a.out.handle] = Fence{a.queue_id, seqno};
+        last_submit = a;
+        last_bo_handles.assign(a.bo_handles.begin(), a.bo_handles.end());
+        last_submit.bo_handles = last_bo_handles;
+        last_submit.in_syncs = {};
+        return seqno;
+    }
+
+    WaitResult wait(const WaitArgs& a) override {
+        enter(KernelOp::Wait);
+        std::uint32_t queue_id = a.queue_id;
+        std::uint64_t seqno = a.seqno;
+        if (a.sync) {
+            auto s = syncobjs_.find(a.sync->handle);
+            if (s == syncobjs_.end())
+                fail(KernelOp::Wait, ENOENT);
+            if (s->second.seqno == 0) // no fence yet (drm_syncobj_find_fence)
+                fail(KernelOp::Wait, EINVAL);
+            queue_id = s->second.queue_id;
+            seqno = s->second.seqno;
+        }
+        auto q = queues_.find(queue_id);
+        if (q == queues_.end() || seqno == 0 || seqno > q->second.submitted)
+            fail(KernelOp::Wait, ENOENT);
+        if (seqno > q->second.completed)
+            return {false, 0};
+        return {true, q->second.errors[seqno]};
+    }
+
+    std::uint32_t syncobj_create(std::uint32_t flags) override {
+        enter(KernelOp::SyncobjCreate);
+        if (flags != 0)
+            fail(KernelOp::SyncobjCreate, EINVAL);
+        const std::uint32_t h = next_syncobj_++;
+        syncobjs_[h] = Fence{};
+        return h;
+    }
+
+    void syncobj_destroy(std::uint32_t handle) override {
+        enter(KernelOp::SyncobjDestroy);
+        if (syncobjs_.erase(handle) == 0)
+            fail(KernelOp::SyncobjDestroy, EINVAL);
+    }
+
+    std::uint64_t memlock_limit = 64ull << 20; ///< RLIMIT_MEMLOCK for userptr
+    SubmitArgs last_submit;                    ///< the last accepted SUBMIT (in_syncs cleared)
 
 private:
+    static constexpr std::uint64_t kPage = 4096;
+    static constexpr std::uint64_t kHuge = 2ull << 20;
+
+    struct Bo {
+        std::uint64_t size = 0;
+        std::uint32_t region = 0;
+        std::uint32_t chiplet = 0;
+        std::uint32_t flags = 0;
+        std::uint64_t device_va = 0;
+        std::uint64_t mmap_offset = 0;
+        std::unique_ptr<std::byte[]> memory; ///< host and HBM buffers (CPU view)
+    };
+    struct Queue {
+        std::uint32_t mask = 0;
+        std::uint64_t submitted = 0;
+        std::uint64_t completed = 0;
+        std::map<std::uint64_t, int> errors;
+    };
+    struct Fence {
+        std::uint32_t queue_id = 0;
+        std::uint64_t seqno = 0; ///< 0: no fence
+    };
+
+    static unsigned index(KernelOp op) { return static_cast<unsigned>(op); }
+    static std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
+        return (v + to - 1) / to * to;
+    }
+    std::uint64_t hbm_free(unsigned c) const { return device.hbm_size[c] - hbm_used_[c]; }
+
+    // Counts the call and throws an injected failure, if one is queued.
+    void enter(KernelOp op) {
+        counts_[index(op)]++;
+        auto& q = failures_[index(op)];
+        if (!q.empty()) {
+            const int err = q.front();
+            q.pop_front();
+            throw kernel_error(op, path_, err);
+        }
+    }
+    [[noreturn]] void fail(KernelOp op, int err) const { throw kernel_error(op, path_, err); }
+    const Bo& find_bo(KernelOp op, std::uint32_t handle, int err) const {
+        auto it = bos_.find(handle);
+        if (it == bos_.end())
+            fail(op, err);
+        return it->second;
+    }
+
     std::string path_;
     DrmVersion version_;
+    std::array<int, kKernelOpCount> counts_{};
+    std::array<std::deque<int>, kKernelOpCount> failures_{};
+    std::map<std::uint32_t, Bo> bos_;
+    std::vector<std::unique_ptr<std::byte[]>> orphans_;
+    std::map<void*, std::size_t> maps_;
+    std::map<std::uint32_t, Queue> queues_;
+    std::map<std::uint32_t, Fence> syncobjs_;
+    std::array<std::uint64_t, kMaxChiplets> hbm_used_{};
+    std::uint64_t pinned_ = 0;
+    std::uint32_t next_handle_ = 1;
+    std::uint32_t next_queue_ = 1;
+    std::uint32_t next_syncobj_ = 1;
+    std::uint64_t next_va_ = 1ull << 32;
+    std::uint64_t next_offset_ = 1ull << 20;
+    std::vector<std::uint32_t> last_bo_handles;
 };
 
 } // namespace rbln::test

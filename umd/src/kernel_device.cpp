@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 #include <xf86drm.h>
 
@@ -46,7 +49,187 @@ std::uint32_t query(KernelInterface& kernel, std::uint32_t type, T& answer, std:
     return full;
 }
 
+std::string errno_tag(int err) {
+    const char* name = strerrorname_np(err);
+    return std::string(" (") + (name != nullptr ? name : "errno " + std::to_string(err)) + ")";
+}
+
+// What @err means for @op, as "<meaning>", "<what to do>" (either may be
+// empty); nullopt: the generic errno text of Error::from_errno fits.
+struct Meaning {
+    const char* meaning;
+    const char* todo;
+};
+
+std::optional<Meaning> meaning_of(KernelOp op, int err) {
+    switch (op) {
+    case KernelOp::BoCreate:
+        switch (err) {
+        case ENOSPC:
+            return Meaning{"the chiplet (for AUTO: every chiplet) has no free block that large "
+                           "right now; nothing was allocated",
+                           "free device buffers or use another chiplet"};
+        case E2BIG:
+            return Meaning{"the buffer is larger than the chiplet's HBM and can never fit",
+                           "split it or place it in host memory"};
+        case ENOMEM:
+            return Meaning{"host memory or device address space is exhausted", "free buffers"};
+        case EINVAL:
+            return Meaning{"the kernel refused the size, region, chiplet or flags",
+                           "check the chiplet exists on this card (HOST and AUTO take "
+                           "chiplet 0)"};
+        case EIO:
+            return Meaning{"the card is not ready", "see the kernel log (dmesg)"};
+        default:
+            break;
+        }
+        break;
+    case KernelOp::BoInfo:
+    case KernelOp::GemClose:
+        if (err == ENOENT || (op == KernelOp::GemClose && err == EINVAL))
+            return Meaning{"no such buffer handle in this open file",
+                           "it was closed already or belongs to another open file"};
+        break;
+    case KernelOp::BoUserptr:
+        switch (err) {
+        case EFAULT:
+            return Meaning{"the range is not mapped in this process (or not writable "
+                           "without RBLN_USERPTR_READ_ONLY)",
+                           "pass memory the process owns"};
+        case ENOMEM:
+            return Meaning{"pinning it would pass RLIMIT_MEMLOCK (or memory is exhausted)",
+                           "raise 'ulimit -l' or grant CAP_IPC_LOCK"};
+        case EINVAL:
+            return Meaning{"address and size must be non-zero and page-aligned and the flags "
+                           "known",
+                           ""};
+        default:
+            break;
+        }
+        break;
+    case KernelOp::Mmap:
+        if (err == EINVAL)
+            return Meaning{"the offset is not a buffer of this open file or the size does not "
+                           "fit the buffer",
+                           "map at the offset BO_INFO returned, at most the buffer's size"};
+        if (err == ENOMEM)
+            return Meaning{"no address space left for the mapping", ""};
+        break;
+    case KernelOp::QueueCreate:
+        switch (err) {
+        case EACCES:
+        case EPERM:
+            return Meaning{"high priority needs CAP_SYS_NICE", "use normal priority"};
+        case ENOSPC:
+            return Meaning{"this open file has 256 queues already", "destroy unused queues"};
+        case EINVAL:
+            return Meaning{"the chiplet mask or priority is not valid for this card", ""};
+        default:
+            break;
+        }
+        break;
+    case KernelOp::QueueDestroy:
+        if (err == ENOENT)
+            return Meaning{"no such queue in this open file", ""};
+        break;
+    case KernelOp::Submit:
+        switch (err) {
+        case ENOENT:
+            return Meaning{"an unknown queue, buffer handle or syncobj; nothing was queued",
+                           "it was destroyed or belongs to another open file"};
+        case ERANGE:
+            return Meaning{"the commands run past the end of the command buffer; nothing was "
+                           "queued",
+                           ""};
+        case EINVAL:
+            return Meaning{"the kernel refused the job's sizes, alignment, counts or flags; "
+                           "nothing was queued",
+                           "commands are 8..1 MiB, multiples of 8, at most 4096 buffers and 64 "
+                           "in-syncs"};
+        case EIO:
+            return Meaning{"the card is not usable (failed or resetting); nothing was queued",
+                           "see the kernel log (dmesg)"};
+        case ENOMEM:
+            return Meaning{"memory for the job is exhausted; nothing was queued", ""};
+        default:
+            break;
+        }
+        break;
+    case KernelOp::Wait:
+        switch (err) {
+        case ENOENT:
+            return Meaning{"an unknown queue or syncobj, or a seqno not yet submitted", ""};
+        case EINTR:
+            return Meaning{"interrupted by a signal", "wait again"};
+        case EINVAL:
+            return Meaning{"the kernel refused the wait's flags or fields (or the syncobj "
+                           "has no fence)",
+                           ""};
+        default:
+            break;
+        }
+        break;
+    case KernelOp::SyncobjDestroy:
+        if (err == EINVAL || err == ENOENT)
+            return Meaning{"no such syncobj in this open file", ""};
+        break;
+    case KernelOp::Open:
+    case KernelOp::GetInfo:
+    case KernelOp::Munmap:
+    case KernelOp::SyncobjCreate:
+        break;
+    }
+    return std::nullopt;
+}
+
 } // namespace
+
+std::string_view kernel_op_name(KernelOp op) noexcept {
+    switch (op) {
+    case KernelOp::Open:
+        return "open";
+    case KernelOp::GetInfo:
+        return "ioctl GET_INFO";
+    case KernelOp::BoCreate:
+        return "ioctl BO_CREATE";
+    case KernelOp::BoInfo:
+        return "ioctl BO_INFO";
+    case KernelOp::BoUserptr:
+        return "ioctl BO_USERPTR";
+    case KernelOp::GemClose:
+        return "ioctl GEM_CLOSE";
+    case KernelOp::Mmap:
+        return "mmap";
+    case KernelOp::Munmap:
+        return "munmap";
+    case KernelOp::QueueCreate:
+        return "ioctl QUEUE_CREATE";
+    case KernelOp::QueueDestroy:
+        return "ioctl QUEUE_DESTROY";
+    case KernelOp::Submit:
+        return "ioctl SUBMIT";
+    case KernelOp::Wait:
+        return "ioctl WAIT";
+    case KernelOp::SyncobjCreate:
+        return "ioctl SYNCOBJ_CREATE";
+    case KernelOp::SyncobjDestroy:
+        return "ioctl SYNCOBJ_DESTROY";
+    }
+    return "kernel operation";
+}
+
+Error kernel_error(KernelOp op, const std::string& path, int err) {
+    const auto m = meaning_of(op, err);
+    if (!m)
+        return Error::from_errno(std::string(kernel_op_name(op)), path, err);
+    std::string detail = m->meaning + errno_tag(err);
+    if (*m->todo != '\0') {
+        detail += ": ";
+        detail += m->todo;
+    }
+    const Errc code = err == ERANGE ? Errc::InvalidArgument : errc_from_errno(err);
+    return Error(code, std::string(kernel_op_name(op)), path, err, std::move(detail));
+}
 
 std::string DeviceIdentity::pci_bdf() const {
     std::array<char, 32> buf{};
@@ -137,6 +320,130 @@ std::uint32_t KernelDevice::get_info(std::uint32_t type, std::span<std::byte> ou
     if (drmIoctl(fd_.get(), DRM_IOCTL_RBLN_GET_INFO, &args) != 0)
         throw Error::from_errno("ioctl GET_INFO(type " + std::to_string(type) + ")", path_, errno);
     return args.size;
+}
+
+namespace {
+
+template <typename T>
+void ioctl_or_throw(int fd, unsigned long request, T& args, KernelOp op, const std::string& path) {
+    if (drmIoctl(fd, request, &args) != 0)
+        throw kernel_error(op, path, errno);
+}
+
+} // namespace
+
+BoHandle KernelDevice::bo_create(const BoCreateArgs& a) {
+    drm_rbln_bo_create args{};
+    args.size = a.size;
+    args.region = a.region;
+    args.chiplet = a.chiplet;
+    args.flags = a.flags;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_CREATE, args, KernelOp::BoCreate, path_);
+    return {args.handle, args.size, args.chiplet, args.device_va};
+}
+
+BoDescription KernelDevice::bo_info(std::uint32_t handle) {
+    drm_rbln_bo_info args{};
+    args.handle = handle;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_INFO, args, KernelOp::BoInfo, path_);
+    return {args.mmap_offset, args.size, args.device_va, args.region, args.chiplet, args.flags_out};
+}
+
+BoHandle KernelDevice::bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) {
+    drm_rbln_bo_userptr args{};
+    args.addr = reinterpret_cast<std::uintptr_t>(addr);
+    args.size = size;
+    args.flags = flags;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_USERPTR, args, KernelOp::BoUserptr, path_);
+    return {args.handle, size, 0, args.device_va};
+}
+
+void KernelDevice::gem_close(std::uint32_t handle) {
+    drm_gem_close args{};
+    args.handle = handle;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_GEM_CLOSE, args, KernelOp::GemClose, path_);
+}
+
+void* KernelDevice::mmap(std::uint64_t offset, std::size_t size) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(),
+                     static_cast<off_t>(offset));
+    if (p == MAP_FAILED)
+        throw kernel_error(KernelOp::Mmap, path_, errno);
+    return p;
+}
+
+void KernelDevice::munmap(void* addr, std::size_t size) {
+    if (::munmap(addr, size) != 0)
+        throw kernel_error(KernelOp::Munmap, path_, errno);
+}
+
+std::uint32_t KernelDevice::queue_create(std::uint32_t chiplet_mask, std::uint32_t priority) {
+    drm_rbln_queue_create args{};
+    args.chiplet_mask = chiplet_mask;
+    args.priority = priority;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_QUEUE_CREATE, args, KernelOp::QueueCreate, path_);
+    return args.queue_id;
+}
+
+void KernelDevice::queue_destroy(std::uint32_t queue_id) {
+    drm_rbln_queue_destroy args{};
+    args.queue_id = queue_id;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_QUEUE_DESTROY, args, KernelOp::QueueDestroy, path_);
+}
+
+std::uint64_t KernelDevice::submit(const SubmitArgs& a) {
+    std::vector<drm_rbln_sync> in(a.in_syncs.size());
+    for (std::size_t i = 0; i < in.size(); i++) {
+        in[i].handle = a.in_syncs[i].handle;
+        in[i].point = a.in_syncs[i].point;
+    }
+    drm_rbln_submit args{};
+    args.queue_id = a.queue_id;
+    args.cmd_handle = a.cmd_handle;
+    args.cmd_size = a.cmd_size;
+    args.cmd_offset = a.cmd_offset;
+    args.bo_handles = reinterpret_cast<std::uintptr_t>(a.bo_handles.data());
+    args.bo_count = static_cast<std::uint32_t>(a.bo_handles.size());
+    args.bo_elem_size = sizeof(std::uint32_t);
+    args.in_syncs = reinterpret_cast<std::uintptr_t>(in.data());
+    args.in_count = static_cast<std::uint32_t>(in.size());
+    args.in_elem_size = sizeof(drm_rbln_sync);
+    args.out_handle = a.out.handle;
+    args.out_point = a.out.point;
+    ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_SUBMIT, args, KernelOp::Submit, path_);
+    return args.seqno;
+}
+
+WaitResult KernelDevice::wait(const WaitArgs& a) {
+    drm_rbln_wait args{};
+    if (a.sync) {
+        args.flags = RBLN_WAIT_SYNCOBJ;
+        args.sync.handle = a.sync->handle;
+        args.sync.point = a.sync->point;
+    } else {
+        args.queue_id = a.queue_id;
+        args.seqno = a.seqno;
+    }
+    args.timeout_ns = a.deadline_ns;
+    // drmIoctl restarts on EINTR; the deadline is absolute, so that is safe.
+    if (drmIoctl(fd_.get(), DRM_IOCTL_RBLN_WAIT, &args) != 0) {
+        if (errno == ETIME)
+            return {false, 0};
+        throw kernel_error(KernelOp::Wait, path_, errno);
+    }
+    return {true, args.job_error};
+}
+
+std::uint32_t KernelDevice::syncobj_create(std::uint32_t flags) {
+    std::uint32_t handle = 0;
+    if (drmSyncobjCreate(fd_.get(), flags, &handle) != 0)
+        throw kernel_error(KernelOp::SyncobjCreate, path_, errno);
+    return handle;
+}
+
+void KernelDevice::syncobj_destroy(std::uint32_t handle) {
+    if (drmSyncobjDestroy(fd_.get(), handle) != 0)
+        throw kernel_error(KernelOp::SyncobjDestroy, path_, errno);
 }
 
 Result<std::unique_ptr<KernelInterface>> open_kernel_device(const std::string& path) {

@@ -153,3 +153,83 @@ TEST(CApiVersion, VersionAndStatusNames) {
 
 } // namespace
 } // namespace rbln::test
+
+namespace rbln::test {
+namespace {
+
+class CApiDevices : public ::testing::Test {
+protected:
+    void SetUp() override {
+        fake.load_driver();
+        for (unsigned i = 0; i < 4; i++) {
+            CardSpec s;
+            s.minor = i;
+            s.bdf = "0000:00:0" + std::to_string(4 + i) + ".0";
+            s.family = "atom";
+            s.chiplets = 1;
+            fake.add_card(s);
+        }
+        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
+    }
+    void TearDown() override {
+        unsetenv("RBLN_NPUS_PER_DEVICE"); // NOLINT(concurrency-mt-unsafe)
+        rbln_set_root(nullptr);
+    }
+    FakeSysfs fake;
+};
+
+TEST_F(CApiDevices, CountsPlanFromTheEnvironmentUntilCommit) {
+    int count = -1;
+    ASSERT_EQ(rbln_logical_device_count(&count), RBLN_OK);
+    EXPECT_EQ(count, 4);
+    EXPECT_EQ(rbln_is_available(), 1);
+    setenv("RBLN_NPUS_PER_DEVICE", "2", 1); // NOLINT(concurrency-mt-unsafe)
+    ASSERT_EQ(rbln_logical_device_count(&count), RBLN_OK);
+    EXPECT_EQ(count, 2);
+    uint32_t npus[4] = {};
+    size_t n = 0;
+    ASSERT_EQ(rbln_logical_device_npus(1, npus, 4, &n), RBLN_OK);
+    EXPECT_EQ(n, 2u);
+    EXPECT_EQ(npus[0], 2u);
+    EXPECT_EQ(npus[1], 3u);
+    ASSERT_EQ(rbln_commit(), RBLN_OK) << rbln_last_error_message();
+    setenv("RBLN_NPUS_PER_DEVICE", "4", 1); // NOLINT(concurrency-mt-unsafe)
+    ASSERT_EQ(rbln_logical_device_count(&count), RBLN_OK);
+    EXPECT_EQ(count, 2);
+    ASSERT_EQ(rbln_physical_device_count(&count), RBLN_OK);
+    EXPECT_EQ(count, 4);
+    EXPECT_EQ(rbln_check_fork(), RBLN_OK);
+}
+
+TEST_F(CApiDevices, MalformedVariableIsBadConfigNamingIt) {
+    setenv("RBLN_NPUS_PER_DEVICE", "3", 1); // NOLINT(concurrency-mt-unsafe)
+    int count = -1;
+    EXPECT_EQ(rbln_physical_device_count(&count), RBLN_ERR_BAD_CONFIG);
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("RBLN_NPUS_PER_DEVICE: group size 3"));
+    EXPECT_STREQ(rbln_status_name(RBLN_ERR_BAD_CONFIG), "bad-config");
+    EXPECT_EQ(rbln_commit(), RBLN_ERR_BAD_CONFIG);
+    EXPECT_EQ(rbln_is_available(), 0);
+}
+
+TEST_F(CApiDevices, SetAndGetDeviceAndParse) {
+    int index = -1;
+    ASSERT_EQ(rbln_set_device(3), RBLN_OK);
+    ASSERT_EQ(rbln_get_device(&index), RBLN_OK);
+    EXPECT_EQ(index, 3);
+    EXPECT_EQ(rbln_set_device(4), RBLN_ERR_NO_DEVICE);
+    EXPECT_EQ(rbln_set_device(-1), RBLN_ERR_NO_DEVICE);
+    ASSERT_EQ(rbln_parse_device("rbln:2", &index), RBLN_OK);
+    EXPECT_EQ(index, 2);
+    ASSERT_EQ(rbln_parse_device("rbln", &index), RBLN_OK);
+    EXPECT_EQ(index, -1);
+    EXPECT_EQ(rbln_parse_device("cuda:0", &index), RBLN_ERR_INVALID_ARGUMENT);
+    std::thread t([] {
+        int other = -1;
+        rbln_get_device(&other);
+        EXPECT_EQ(other, 0);
+    });
+    t.join();
+}
+
+} // namespace
+} // namespace rbln::test

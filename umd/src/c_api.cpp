@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 
+#include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
@@ -170,6 +171,94 @@ rbln_status rbln_set_root(const char* root) {
     return guarded([&] {
         const std::lock_guard<std::mutex> lock(g_root_mutex);
         g_root = (root == nullptr || *root == '\0') ? "/" : root;
+        rbln::RuntimeOptions options;
+        options.root = g_root;
+        rbln::Runtime::reset_process(std::move(options));
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_logical_device_count(int* count) {
+    return guarded([&] {
+        if (count == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_logical_device_count: count is NULL");
+        *count = static_cast<int>(rbln::Runtime::process().device_count());
+        return RBLN_OK;
+    });
+}
+
+int rbln_is_available(void) {
+    try {
+        return rbln::Runtime::process().is_available() ? 1 : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
+rbln_status rbln_physical_device_count(int* count) {
+    return guarded([&] {
+        if (count == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_physical_device_count: count is NULL");
+        *count = static_cast<int>(rbln::Runtime::process().physical_device_count());
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity, size_t* count) {
+    return guarded([&] {
+        if (count == nullptr || (npus == nullptr && capacity != 0))
+            return fail(RBLN_ERR_INVALID_ARGUMENT,
+                        "rbln_logical_device_npus: count is NULL or npus is NULL with a capacity");
+        if (index < 0)
+            return fail(RBLN_ERR_NO_DEVICE,
+                        "rbln_logical_device_npus: no logical device " + std::to_string(index));
+        const rbln::LogicalDevice d = rbln::Runtime::process().device(static_cast<unsigned>(index));
+        *count = d.npus.size();
+        for (std::size_t i = 0; i < d.npus.size() && i < capacity; i++)
+            npus[i] = d.npus[i];
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_commit(void) {
+    return guarded([&] {
+        rbln::Runtime::process().commit();
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_get_device(int* index) {
+    return guarded([&] {
+        if (index == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_get_device: index is NULL");
+        *index = static_cast<int>(rbln::Runtime::process().current_device());
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_set_device(int index) {
+    return guarded([&] {
+        if (index < 0)
+            return fail(RBLN_ERR_NO_DEVICE,
+                        "rbln_set_device: no logical device " + std::to_string(index));
+        rbln::Runtime::process().set_device(static_cast<unsigned>(index));
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_parse_device(const char* text, int* index) {
+    return guarded([&] {
+        if (text == nullptr || index == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_parse_device: text or index is NULL");
+        const auto parsed = rbln::parse_device_string(text);
+        *index = parsed ? static_cast<int>(*parsed) : -1;
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_check_fork(void) {
+    return guarded([&] {
+        rbln::Runtime::process().check_fork();
         return RBLN_OK;
     });
 }

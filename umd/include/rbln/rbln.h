@@ -93,8 +93,52 @@ rbln_status rbln_device_get_info(int index, struct rbln_device_info* info);
 rbln_status rbln_driver_version(char* buf, size_t len);
 
 /*
+ * Logical devices (see rbln/devices.hpp for the variables RBLN_VISIBLE_DEVICES,
+ * RBLN_DEVICES (deprecated), RBLN_NPUS_PER_DEVICE and RBLN_DEVICE_MAP).
+ * Queries plan the mapping from the current variables and claim nothing;
+ * rbln_commit() (and every later real use: allocation, synchronize,
+ * submission) fixes it for the life of the process.
+ */
+
+/* Number of logical devices; never fails for a valid pointer: 0 when the
+ * driver is absent, nothing is visible or the variables are malformed (a
+ * warning on stderr says which). */
+rbln_status rbln_logical_device_count(int* count);
+
+/* 1 if at least one logical device is usable, else 0; never fails. */
+int rbln_is_available(void);
+
+/* Visible physical NPUs regardless of grouping; RBLN_ERR_BAD_CONFIG (the
+ * message names the variable) if the variables are malformed. */
+rbln_status rbln_physical_device_count(int* count);
+
+/* The NPU ids (indices into the visible list) of logical device @index:
+ * up to @capacity into @npus, their number into *@count. */
+rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity, size_t* count);
+
+/* Fixes the mapping (the first real use does it implicitly).
+ * RBLN_ERR_BAD_CONFIG, RBLN_ERR_BAD_FORK, or a discovery error. */
+rbln_status rbln_commit(void);
+
+/* The calling thread's current logical device (0 until set). */
+rbln_status rbln_get_device(int* index);
+
+/* Makes @index the calling thread's current device.  Bookkeeping only:
+ * checks @index against the plan, does not commit. */
+rbln_status rbln_set_device(int index);
+
+/* Parses "rbln:N", "N" or "rbln" (the current device: *index = -1). */
+rbln_status rbln_parse_device(const char* text, int* index);
+
+/* RBLN_ERR_BAD_FORK if this process is a fork() child of a process that
+ * had used a device (such a child cannot use it: start workers with the
+ * spawn start method); RBLN_OK otherwise. */
+rbln_status rbln_check_fork(void);
+
+/*
  * Debug/test only: use @root instead of "/" for sysfs and /dev (a fake tree).
- * NULL restores "/".  Affects every thread.
+ * NULL restores "/".  Affects every thread, and starts the device state
+ * (mapping, commit, current devices) afresh.
  */
 rbln_status rbln_set_root(const char* root);
 

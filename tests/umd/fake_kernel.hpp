@@ -278,8 +278,8 @@ public:
             auto s = syncobjs_.find(a.sync->handle);
             if (s == syncobjs_.end())
                 fail(KernelOp::Wait, ENOENT);
-            if (s->second.seqno == 0) // no fence yet (drm_syncobj_find_fence)
-                fail(KernelOp::Wait, EINVAL);
+            if (s->second.seqno == 0) // no fence yet: rbln.ko says ENOENT
+                fail(KernelOp::Wait, ENOENT);
             queue_id = s->second.queue_id;
             seqno = s->second.seqno;
         }

@@ -315,7 +315,7 @@ TEST_F(Submission, SyncobjsCarryTheJobFence) {
     const std::uint32_t sync = k.syncobj_create(0);
     EXPECT_EQ(k.syncobj_count(), 1u);
     const WaitArgs on_sync{0, 0, SyncPoint{sync, 0}, 0};
-    EXPECT_EQ(kernel_catch([&] { k.wait(on_sync); }).sys_errno(), EINVAL); // no fence yet
+    EXPECT_EQ(kernel_catch([&] { k.wait(on_sync); }).sys_errno(), ENOENT); // no fence yet
     SubmitArgs a = job();
     a.out = {sync, 0};
     k.submit(a);

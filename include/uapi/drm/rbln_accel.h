@@ -451,7 +451,8 @@ struct drm_rbln_submit {
  *
  * Interruptible.  Returns 0 once the job is done (whatever its outcome:
  * see @job_error), -ETIME if the deadline passed first, -ENOENT for an
- * unknown queue or syncobj or a seqno not yet submitted, -EINVAL for bad
+ * unknown queue or syncobj, a syncobj (point) that has no fence yet, or a
+ * seqno not yet submitted, -EINVAL for bad
  * flags or non-zero unused fields, -EINTR/-ERESTARTSYS on a signal.
  * The payload of RBLN_URING_CMD_WAIT too.
  */

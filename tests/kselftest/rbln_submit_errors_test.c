@@ -603,18 +603,21 @@ TEST_F(err, wait_rejects_bad_fields)
 		"unknown queue",	"queue 0",
 		"seqno 0",		"seqno not yet submitted",
 		"unknown syncobj",	"syncobj handle 0",
+		"syncobj without a fence",
 	};
 	static const int want[] = {
 		-EINVAL, -EINVAL, -EINVAL, -EINVAL, -EINVAL, -EINVAL, -EINVAL,
 		-EINVAL, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT,
+		-ENOENT,
 	};
-	__u32 so = 0;
+	__u32 so = 0, empty = 0;
 
 	if (!self->ready)
 		return;
 	expect_nothing_queued(_metadata, self, "first job");
 	ASSERT_EQ(0, rbln_syncobj_create(self->fd, &so));
 	ASSERT_EQ(0, rbln_syncobj_signal(self->fd, so, 0));
+	ASSERT_EQ(0, rbln_syncobj_create(self->fd, &empty));
 	for (size_t i = 0; i < ARRAY_SIZE(what); i++) {
 		struct drm_rbln_wait w = {
 			.queue_id = self->q,
@@ -668,8 +671,14 @@ TEST_F(err, wait_rejects_bad_fields)
 				.sync.handle = 0x7ffff,
 			};
 			break;
-		default:
+		case 13:
 			w = (struct drm_rbln_wait){ .flags = RBLN_WAIT_SYNCOBJ };
+			break;
+		default:
+			w = (struct drm_rbln_wait){
+				.flags = RBLN_WAIT_SYNCOBJ,
+				.sync.handle = empty,
+			};
 			break;
 		}
 		EXPECT_EQ(want[i], rbln_wait_raw(self->fd, &w))
@@ -687,6 +696,7 @@ TEST_F(err, wait_rejects_bad_fields)
 		EXPECT_EQ(0, je);
 	}
 	rbln_syncobj_destroy(self->fd, so);
+	rbln_syncobj_destroy(self->fd, empty);
 }
 
 TEST_F(err, bad_packets_fail_the_job_and_privileged_ones_with_eperm)

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln_submit_fault_test - jobs that fault, and recovery from faults the
+ * emulator injects.
+ *
+ * MMU faults: a job that reads or writes outside its VM (or writes a
+ * read-only buffer) fails with -EFAULT, moves no byte from the faulting
+ * packet on, and is reported in RBLN_INFO_VM and fdinfo; the client's
+ * later jobs fail too (on every queue of it), while another client runs
+ * jobs before, during and after.
+ *
+ * Injected faults (emulator control port, "fault <kind> chiplet=N"):
+ *  - hang: the hung job fails with -ETIMEDOUT after job_timeout_ms, the
+ *    chiplet's ring_resets goes up by one with a RBLN_RING_RESET=<chiplet>
+ *    uevent, the jobs queued behind it still run, other chiplets run jobs
+ *    while the chiplet hangs, and the next job on the chiplet succeeds;
+ *  - dma-error: the job fails with -EIO, no ring reset, the next succeeds;
+ *  - corrupt-cpl: the job whose completion was corrupted ends (it cannot
+ *    be matched) with -ETIMEDOUT through a ring reset, the next succeeds;
+ *  - fw-fault with recovery=Y (the default): the card recovers by itself
+ *    (state uevents fault, resetting, ready; card_resets + 1), the job it
+ *    lost fails with -EIO, the same file and queue run the next job;
+ *  - fw-fault with recovery=N: the card stays faulted, the job in flight
+ *    still ends, unbind + bind recovers and a new file runs jobs.
+ * The teardown clears faults, sets recovery=Y and binds every card back.
+ *
+ * job_timeout_ms is read from /sys/module/rbln/parameters; the VM tier
+ * loads rbln with job_timeout_ms=2000 so the hang cases take seconds.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <drm/rbln_accel.h>
+
+#include "kselftest_harness.h"
+#include "rbln_ksft.h"
+#include "rbln_mem_ksft.h"
+#include "rbln_sub_ksft.h"
+
+#define EMU_TIMEOUT_MS 5000
+
+FIXTURE(flt)
+{
+	struct rbln_node nodes[RBLN_MAX_TEST_CARDS];
+	struct drm_rbln_info_device dev;
+	int count;
+	int fd;
+	struct rbln_cmdbuf cb;
+	struct rbln_buf data;
+	__u32 timeout_ms;
+	char klog[65536];
+	bool ready;
+};
+
+FIXTURE_SETUP(flt)
+{
+	self->fd = -1;
+	self->count = rbln_require_nodes(_metadata, self->nodes);
+	if (!self->count)
+		return;
+	self->fd = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, rbln_info_device(self->fd, &self->dev));
+	if (!rbln_require_rings(_metadata, self->fd))
+		return;
+	ASSERT_EQ(0, rbln_job_timeout_ms(&self->timeout_ms));
+	ASSERT_EQ(0, rbln_cmd_init(self->fd, &self->cb, 64 * 1024,
+				   RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(self->fd, &self->data, 1 << 20,
+				  RBLN_REGION_HOST, 0));
+	self->ready = true;
+}
+
+FIXTURE_TEARDOWN_PARENT(flt)
+{
+	char log[1024] = "";
+	char reply[128];
+	int failed;
+
+	rbln_write_file("/sys/module/rbln/parameters/recovery", "Y");
+	for (int i = 0; i < self->count; i++) {
+		if (self->nodes[i].card < 0)
+			continue;
+		rbln_emu_cmd(self->nodes[i].card, "fault clear", reply,
+			     sizeof(reply), EMU_TIMEOUT_MS);
+		/* a card left in fault is recovered by unbind + bind */
+		if (rbln_is_bound(self->nodes[i].bdf)) {
+			char path[128], state[32] = "";
+
+			snprintf(path, sizeof(path),
+				 "/sys/bus/pci/devices/%s/rbln/state",
+				 self->nodes[i].bdf);
+			rbln_read_file(path, state, sizeof(state));
+			if (strcmp(state, "fault") == 0)
+				rbln_unbind(self->nodes[i].bdf);
+		}
+	}
+	failed = rbln_restore_bindings(log, sizeof(log));
+	if (log[0])
+		TH_LOG("teardown: %s", log);
+	EXPECT_EQ(0, failed) TH_LOG("could not bind every card back");
+}
+
+/* ---- MMU faults ------------------------------------------------------ */
+
+/* Waits (up to 2 s) until the VM of @fd has recorded @n faults. */
+static int wait_faults(int fd, __u64 n)
+{
+	__s64 deadline = rbln_now_ms() + 2000;
+	struct drm_rbln_info_vm vm;
+
+	for (;;) {
+		int err = rbln_info_vm(fd, &vm);
+
+		if (err)
+			return err;
+		if (vm.fault_count >= n)
+			return 0;
+		if (rbln_now_ms() > deadline)
+			return -ETIMEDOUT;
+		rbln_sleep_ms(10);
+	}
+}
+
+TEST_F(flt, mmu_fault_fails_the_job_and_every_later_job_of_the_client)
+{
+	struct drm_rbln_info_vm vm, vmb;
+	struct rbln_cmdbuf cbb;
+	struct rbln_buf b;
+	__u32 qa, qa2, qb;
+	__u64 hole, sb = 0;
+	__s32 je;
+	int fb;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_info_vm(self->fd, &vm));
+	/* far above every buffer of this fresh VM, inside its VA range */
+	hole = vm.va_start + (vm.va_end - vm.va_start) / 2;
+	hole &= ~0xfffull;
+	qa = rbln_new_queue(_metadata, self->fd, 1);
+
+	/* client B, with a job running through A's fault */
+	fb = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fb);
+	qb = rbln_new_queue(_metadata, fb, 1);
+	ASSERT_EQ(0, rbln_cmd_init(fb, &cbb, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(fb, &b, 4096, RBLN_REGION_HOST, 0));
+	memset(b.map, 0, 4096);
+	rbln_cmd_fill(&cbb, b.va, 1024, 0x11, 1);
+	rbln_expect_job_ok(_metadata, fb, qb, &cbb, &b.handle, 1,
+			   "B before A's fault");
+	rbln_cmd_begin(&cbb);
+	rbln_cmd_wait(&cbb, b.va + 2048, 1, 0);
+	rbln_cmd_fill(&cbb, b.va + 1024, 1024, 0x22, 1);
+	ASSERT_EQ(0, rbln_submit_job(fb, qb, &cbb, &b.handle, 1, &sb));
+
+	/* A: a packet that runs, a COPY from unmapped memory, one after */
+	memset(self->data.map, 0, 8192);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va, 1, 0);
+	rbln_cmd_copy(&self->cb, hole + 0x80, self->data.va + 4096, 64);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 2, 0);
+	rbln_expect_job(_metadata, self->fd, qa, &self->cb,
+			&self->data.handle, 1, -EFAULT, "COPY from a hole");
+	EXPECT_EQ(1, ((__u64 *)self->data.map)[0]);
+	EXPECT_EQ(0, ((__u64 *)self->data.map)[1]) TH_LOG("ran after the fault");
+	EXPECT_TRUE(rbln_all_bytes(self->data.map + 4096, 64, 0))
+	TH_LOG("the faulting COPY moved bytes");
+	ASSERT_EQ(0, wait_faults(self->fd, 1)) TH_LOG("no fault recorded");
+	rbln_expect_fault(_metadata, self->fd, 1, hole + 0x80,
+			  RBLN_ACCESS_READ, RBLN_MMU_NOT_MAPPED, "job fault");
+
+	/* every later job of A fails, on this queue and on a new one */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 16, 3, 0);
+	rbln_expect_job(_metadata, self->fd, qa, &self->cb,
+			&self->data.handle, 1, -EFAULT, "A's next job");
+	qa2 = rbln_new_queue(_metadata, self->fd,
+			     rbln_all_chiplets(self->dev.chiplet_count));
+	rbln_expect_job(_metadata, self->fd, qa2, &self->cb,
+			&self->data.handle, 1, -EFAULT, "A's job on a new queue");
+	EXPECT_EQ(0, ((__u64 *)self->data.map)[2]) TH_LOG("a later job ran");
+
+	/* B is untouched: its held job completes, a new one runs */
+	__atomic_store_n((__u64 *)(b.map + 2048), 1, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(0, rbln_wait_job(fb, qb, sb, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je);
+	EXPECT_TRUE(rbln_all_bytes(b.map + 1024, 1024, 0x22));
+	rbln_cmd_reset(&cbb);
+	rbln_cmd_fill(&cbb, b.va, 1024, 0x33, 1);
+	rbln_expect_job_ok(_metadata, fb, qb, &cbb, &b.handle, 1,
+			   "B after A's fault");
+	EXPECT_TRUE(rbln_all_bytes(b.map, 1024, 0x33));
+	ASSERT_EQ(0, rbln_info_vm(fb, &vmb));
+	EXPECT_EQ(0, vmb.flags & RBLN_VM_FAULTED);
+	EXPECT_EQ(0, vmb.fault_count);
+	rbln_buf_free(fb, &b);
+	rbln_cmd_fini(fb, &cbb);
+	close(fb);
+}
+
+TEST_F(flt, job_writing_a_read_only_buffer_fails_with_efault)
+{
+	struct drm_rbln_bo_create ro;
+	__u32 q, bos[2];
+	void *map;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_bo_create(self->fd, 4096, RBLN_REGION_HBM, 0,
+				    RBLN_BO_DEVICE_READ_ONLY, &ro));
+	ASSERT_EQ(0, rbln_bo_mmap(self->fd, ro.handle, 4096,
+				  PROT_READ | PROT_WRITE, &map));
+	memset(map, 0x5e, 4096);
+	memset(self->data.map, 0, 4096);
+	bos[0] = ro.handle;
+	bos[1] = self->data.handle;
+	q = rbln_new_queue(_metadata, self->fd, 1);
+	/* reading it works */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_copy(&self->cb, ro.device_va, self->data.va, 4096);
+	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb, bos, 2,
+			   "read a read-only buffer");
+	EXPECT_TRUE(rbln_all_bytes(self->data.map, 4096, 0x5e));
+	/* a FILL of it faults at its first byte and changes nothing */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_fill(&self->cb, ro.device_va + 100, 64, 0, 1);
+	rbln_expect_job(_metadata, self->fd, q, &self->cb, bos, 2, -EFAULT,
+			"FILL of a read-only buffer");
+	ASSERT_EQ(0, wait_faults(self->fd, 1));
+	rbln_expect_fault(_metadata, self->fd, 1, ro.device_va + 100,
+			  RBLN_ACCESS_WRITE, RBLN_MMU_NO_WRITE, "FILL");
+	EXPECT_TRUE(rbln_all_bytes(map, 4096, 0x5e));
+	munmap(map, 4096);
+	rbln_gem_close(self->fd, ro.handle);
+}
+
+/* ---- injected faults ------------------------------------------------- */
+
+static void emu_fault(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(flt) * self, const char *cmd)
+{
+	char reply[256];
+	int err;
+
+	ASSERT_LE(0, self->nodes[0].card);
+	err = rbln_emu_cmd(self->nodes[0].card, cmd, reply, sizeof(reply),
+			   EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err) TH_LOG("emulator '%s': %s, reply '%s'", cmd,
+				 strerror(-err), reply);
+}
+
+static __u64 ring_resets(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(flt) * self, __u32 chiplet)
+{
+	__u64 v = ~0ull;
+
+	EXPECT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, chiplet,
+					    "ring_resets", &v));
+	return v;
+}
+
+/* The chiplet a fault is injected into, and another one if there is. */
+static __u32 victim(FIXTURE_DATA(flt) * self)
+{
+	return self->dev.chiplet_count - 1;
+}
+
+/*
+ * Fault @kind on the victim chiplet: the job it hits ends with @want (after
+ * about job_timeout_ms and one ring reset with its uevent if @reset; its
+ * later packets did not run unless @ran), the job queued behind it runs,
+ * other chiplets run jobs meanwhile, and the next job on the victim
+ * succeeds.
+ */
+static void injected(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(flt) * self, const char *kind, __s32 want,
+		     bool reset, bool ran)
+{
+	__u32 v = victim(self), other = 0;
+	__u64 before[RBLN_MAX_CHIPLETS], s1 = 0, s2 = 0;
+	__u32 qv, qo = 0;
+	__u64 *d = (__u64 *)self->data.map;
+	char cmd[64], uev[2048] = "", want_uev[32];
+	__s64 t0, ms, others_done_ms = -1;
+	int ufd, kfd;
+	__s32 je = 1;
+
+	for (__u32 c = 0; c < self->dev.chiplet_count; c++)
+		before[c] = ring_resets(_metadata, self, c);
+	qv = rbln_new_queue(_metadata, self->fd, 1u << v);
+	if (self->dev.chiplet_count > 1)
+		qo = rbln_new_queue(_metadata, self->fd, 1u << other);
+	memset(self->data.map, 0, 1 << 20);
+	ufd = rbln_uevent_open();
+	ASSERT_LE(0, ufd);
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
+
+	snprintf(cmd, sizeof(cmd), "fault %s chiplet=%u", kind, v);
+	emu_fault(_metadata, self, cmd);
+	/* the job the fault hits (a COPY: it uses the DMA engine) ... */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_copy(&self->cb, self->data.va + 4096, self->data.va + 8192,
+		      4096);
+	rbln_cmd_signal(&self->cb, self->data.va, 1, 0);
+	t0 = rbln_now_ms();
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qv, &self->cb,
+				     &self->data.handle, 1, &s1));
+	/* ... and an innocent one behind it */
+	rbln_cmd_begin(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 2, 0);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qv, &self->cb,
+				     &self->data.handle, 1, &s2));
+	/* the other chiplet works meanwhile */
+	for (int i = 0; qo && i < 20; i++) {
+		rbln_cmd_begin(&self->cb);
+		rbln_cmd_signal(&self->cb, self->data.va + 64 + 8 * i, i + 1, 0);
+		rbln_expect_job_ok(_metadata, self->fd, qo, &self->cb,
+				   &self->data.handle, 1, "other chiplet");
+	}
+	if (qo)
+		others_done_ms = rbln_now_ms() - t0;
+
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qv, s1,
+				   3 * self->timeout_ms + 10000, &je));
+	ms = rbln_now_ms() - t0;
+	EXPECT_EQ(want, je) TH_LOG("%s: job error %d (%s)", kind, je,
+				   strerror(-je));
+	if (!ran)
+		EXPECT_EQ(0, d[0]) TH_LOG("%s: the failed job's SIGNAL ran", kind);
+	if (reset) {
+		EXPECT_LE(self->timeout_ms * 9 / 10, ms)
+		TH_LOG("%s: failed after %lld ms, timeout %u", kind, ms,
+		       self->timeout_ms);
+		EXPECT_GE(self->timeout_ms + 5000, ms)
+		TH_LOG("%s: failed after %lld ms, timeout %u", kind, ms,
+		       self->timeout_ms);
+		if (qo) {
+			EXPECT_GT(self->timeout_ms, others_done_ms)
+			TH_LOG("%s: the other chiplet waited for the reset (%lld ms)",
+			       kind, others_done_ms);
+		}
+	}
+	/* the innocent job runs (after the reset: it is written again) */
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qv, s2,
+				   3 * self->timeout_ms + 10000, &je));
+	EXPECT_EQ(0, je) TH_LOG("%s: the job behind the failed one", kind);
+	EXPECT_EQ(2, d[1]);
+
+	rbln_sleep_ms(200);
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	for (__u32 c = 0; c < self->dev.chiplet_count; c++) {
+		__u64 now = ring_resets(_metadata, self, c);
+
+		EXPECT_EQ(before[c] + (reset && c == v), now)
+		TH_LOG("%s: chiplet %u ring_resets %llu -> %llu", kind, c,
+		       (unsigned long long)before[c], (unsigned long long)now);
+	}
+	snprintf(want_uev, sizeof(want_uev), "RBLN_RING_RESET=%u", v);
+	if (reset) {
+		EXPECT_EQ(0, rbln_uevent_wait(ufd, self->nodes[0].bdf,
+					      want_uev, NULL, uev, sizeof(uev),
+					      2000))
+		TH_LOG("%s: no uevent %s", kind, want_uev);
+		EXPECT_LE(1, rbln_count_lines(self->klog, "did not complete",
+					      NULL, NULL))
+		TH_LOG("%s: kernel log:\n%s", kind, self->klog);
+	}
+	close(ufd);
+
+	/* the chiplet is fine again */
+	emu_fault(_metadata, self, "fault clear");
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_copy(&self->cb, self->data.va + 4096, self->data.va + 16384,
+		      4096);
+	rbln_cmd_signal(&self->cb, self->data.va + 16, 3, 0);
+	rbln_expect_job_ok(_metadata, self->fd, qv, &self->cb,
+			   &self->data.handle, 1, "after recovery");
+	EXPECT_EQ(3, d[2]);
+	for (int i = 0; qo && i < 20; i++)
+		EXPECT_EQ(i + 1, d[8 + i]);
+}
+
+TEST_F_TIMEOUT(flt, hung_chiplet_fails_the_job_with_etimedout_and_recovers, 120)
+{
+	if (!self->ready)
+		return;
+	injected(_metadata, self, "hang", -ETIMEDOUT, true, false);
+}
+
+TEST_F_TIMEOUT(flt, dma_error_fails_the_job_with_eio_and_the_next_runs, 120)
+{
+	if (!self->ready)
+		return;
+	injected(_metadata, self, "dma-error", -EIO, false, false);
+}
+
+TEST_F_TIMEOUT(flt, corrupt_completion_recovers_through_a_ring_reset, 120)
+{
+	if (!self->ready)
+		return;
+	injected(_metadata, self, "corrupt-cpl", -ETIMEDOUT, true, true);
+}
+
+/* Waits up to @ms for sysfs state of @bdf to read @want. */
+static int wait_state(const char *bdf, const char *want, int ms)
+{
+	__s64 deadline = rbln_now_ms() + ms;
+	char path[128], state[32];
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/rbln/state", bdf);
+	for (;;) {
+		if (rbln_read_file(path, state, sizeof(state)) >= 0 &&
+		    strcmp(state, want) == 0)
+			return 0;
+		if (rbln_now_ms() > deadline)
+			return -ETIMEDOUT;
+		rbln_sleep_ms(20);
+	}
+}
+
+/* A job held on a flag of the data buffer, submitted on a new queue. */
+static __u64 held_job(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(flt) * self, __u32 *q)
+{
+	__u64 s = 0;
+
+	*q = rbln_new_queue(_metadata, self->fd, 1);
+	memset(self->data.map, 0, 4096);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_wait(&self->cb, self->data.va, 1, 0);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 1, 0);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, *q, &self->cb,
+				     &self->data.handle, 1, &s));
+	rbln_sleep_ms(100);
+	return s;
+}
+
+TEST_F_TIMEOUT(flt, firmware_fault_fails_lost_jobs_with_eio_and_the_card_recovers,
+	       180)
+{
+	const char *bdf = self->nodes[0].bdf;
+	char uev[2048];
+	__u64 resets0 = 0, resets1 = 0, s;
+	__s32 je = 1;
+	int ufd, err;
+	__u32 q;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/recovery",
+				     "Y"));
+	ASSERT_EQ(0, rbln_sysfs_card_u64(bdf, "card_resets", &resets0));
+	s = held_job(_metadata, self, &q);
+	ufd = rbln_uevent_open();
+	ASSERT_LE(0, ufd);
+	emu_fault(_metadata, self, "fault fw-fault code=3 reason=ksft-jobs");
+	/* fault -> resetting -> ready, announced */
+	EXPECT_EQ(0, rbln_uevent_wait(ufd, bdf, "RBLN_STATE=fault", NULL, uev,
+				      sizeof(uev), 5000));
+	EXPECT_EQ(0, rbln_uevent_wait(ufd, bdf, "RBLN_STATE=resetting", NULL,
+				      uev, sizeof(uev), 5000));
+	EXPECT_EQ(0, rbln_uevent_wait(ufd, bdf, "RBLN_STATE=ready", NULL, uev,
+				      sizeof(uev), 30000));
+	close(ufd);
+	ASSERT_EQ(0, wait_state(bdf, "ready", 30000));
+	/* the job the card lost: -EIO, and it did not run */
+	err = rbln_wait_job(self->fd, q, s, RBLN_JOB_WAIT_MS, &je);
+	ASSERT_EQ(0, err) TH_LOG("the lost job never ended");
+	EXPECT_EQ(-EIO, je) TH_LOG("lost job: %d (%s)", je, strerror(-je));
+	EXPECT_EQ(0, ((__u64 *)self->data.map)[1]);
+	ASSERT_EQ(0, rbln_sysfs_card_u64(bdf, "card_resets", &resets1));
+	EXPECT_EQ(resets0 + 1, resets1);
+	/* the same file, buffers and queue go on */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_fill(&self->cb, self->data.va + 4096, 4096, 0x4d, 1);
+	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
+			   &self->data.handle, 1, "same queue after recovery");
+	EXPECT_TRUE(rbln_all_bytes(self->data.map + 4096, 4096, 0x4d));
+	rbln_expect_no_fault(_metadata, self->fd, "after recovery");
+}
+
+TEST_F_TIMEOUT(flt, firmware_fault_without_recovery_needs_a_rebind, 180)
+{
+	char bdf[RBLN_BDF_LEN];
+	__u64 s;
+	__s32 je = 1;
+	__u32 q;
+	int err, minor;
+
+	if (!self->ready)
+		return;
+	snprintf(bdf, sizeof(bdf), "%s", self->nodes[0].bdf);
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/recovery",
+				     "N"));
+	s = held_job(_metadata, self, &q);
+	emu_fault(_metadata, self, "fault fw-fault code=3 reason=ksft-jobs");
+	ASSERT_EQ(0, wait_state(bdf, "fault", 5000));
+	/* the job in flight ends (at the latest by the ring's timeout) */
+	err = rbln_wait_job(self->fd, q, s, 3 * self->timeout_ms + 10000, &je);
+	ASSERT_EQ(0, err) TH_LOG("the job in flight never ended");
+	EXPECT_TRUE(je == -EIO || je == -ECANCELED || je == -ETIMEDOUT)
+	TH_LOG("job in flight at the firmware fault: %d (%s)", je,
+	       strerror(-je));
+	rbln_sleep_ms(500);
+	EXPECT_EQ(0, wait_state(bdf, "fault", 100)) TH_LOG("recovered anyway");
+
+	/* unbind + bind recovers; the old file is dead, a new one works */
+	rbln_cmd_fini(self->fd, &self->cb);
+	rbln_buf_free(self->fd, &self->data);
+	ASSERT_EQ(0, rbln_unbind(bdf));
+	EXPECT_EQ(-ENODEV, rbln_queue_create(self->fd, 1, 1, &q));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/recovery",
+				     "Y"));
+	emu_fault(_metadata, self, "fault clear");
+	ASSERT_EQ(0, rbln_bind(bdf));
+	minor = rbln_wait_node(bdf, 10000);
+	ASSERT_LE(0, minor);
+	self->fd = rbln_open_minor(minor);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, rbln_cmd_init(self->fd, &self->cb, 4096,
+				   RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(self->fd, &self->data, 4096,
+				  RBLN_REGION_HOST, 0));
+	q = rbln_new_queue(_metadata, self->fd, 1);
+	rbln_cmd_signal(&self->cb, self->data.va, 7, 0);
+	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
+			   &self->data.handle, 1, "after the rebind");
+	EXPECT_EQ(7, ((__u64 *)self->data.map)[0]);
+}
+
+TEST_HARNESS_MAIN

@@ -14,7 +14,9 @@
  * deadlines (-ETIME for a poll, a past and a near deadline, after the
  * deadline and not long after); a job's fence is in its buffers'
  * reservations: the dma-buf of a busy buffer polls busy, and a job of an
- * importing client waits for the exporter's job (implicit sync).
+ * importing client waits for the exporter's job (implicit sync); a job's
+ * card time adds to the chiplet's sysfs busy_ns and to its client's fdinfo
+ * drm-engine-chiplet<i>, and nowhere else.
  *
  * Jobs here are held back by WAIT packets on "flags" that the CPU or other
  * jobs release; no job is held longer than ~0.5 s, well below the
@@ -25,6 +27,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -614,6 +617,85 @@ TEST_F(sync, importer_job_waits_for_the_exporter_job_implicitly)
 	rbln_buf_free(fd2, &mine);
 	close(fd2);
 	close(dmabuf);
+}
+
+/* fdinfo drm-engine-chiplet<c> of @fd in ns. */
+static int engine_ns(int fd, __u32 c, __u64 *ns)
+{
+	char key[32], val[64];
+	char *end = NULL;
+	int err;
+
+	snprintf(key, sizeof(key), "drm-engine-chiplet%u", c);
+	err = rbln_fdinfo_str(fd, key, val, sizeof(val));
+	if (err)
+		return err;
+	*ns = strtoull(val, &end, 10);
+	return end != val && strcmp(end, " ns") == 0 ? 0 : -EPROTO;
+}
+
+TEST_F(sync, busy_time_grows_in_sysfs_and_in_the_client_fdinfo)
+{
+	__u64 sys0[RBLN_MAX_CHIPLETS], sys1[RBLN_MAX_CHIPLETS];
+	__u64 mine0[RBLN_MAX_CHIPLETS], mine1[RBLN_MAX_CHIPLETS];
+	__u64 other[RBLN_MAX_CHIPLETS], ts[2], v;
+	const char *bdf = self->nodes[0].bdf;
+	__u32 n;
+	int fd2;
+
+	if (!self->ready)
+		return;
+	n = self->dev.chiplet_count;
+	fd2 = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fd2);
+	rbln_sleep_ms(50);
+	for (__u32 c = 0; c < n; c++) {
+		ASSERT_EQ(0, rbln_sysfs_chiplet_u64(bdf, c, "busy_ns", &sys0[c]));
+		ASSERT_EQ(0, engine_ns(self->fd, c, &mine0[c]));
+		ASSERT_EQ(0, engine_ns(fd2, c, &other[c]));
+		EXPECT_EQ(0, mine0[c]) TH_LOG("a new file has run nothing");
+		EXPECT_EQ(0, other[c]);
+	}
+	{
+		char key[32], val[64];
+
+		snprintf(key, sizeof(key), "drm-engine-chiplet%u", n);
+		EXPECT_EQ(-ENOENT, rbln_fdinfo_str(self->fd, key, val,
+						   sizeof(val)))
+		TH_LOG("an engine key past the chiplets");
+	}
+	/* one job on chiplet 0 that takes a while, stamped at both ends */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_timestamp(&self->cb, self->host.va);
+	for (int i = 0; i < 8; i++)
+		rbln_cmd_fill(&self->cb, self->hbm.va, 4 << 20, i, 8);
+	rbln_cmd_timestamp(&self->cb, self->host.va + 8);
+	rbln_expect_job_ok(_metadata, self->fd, self->qa, &self->cb, self->bos,
+			   3, "busy job");
+	memcpy(ts, self->host.map, sizeof(ts));
+	ASSERT_LT(ts[0], ts[1]);
+	rbln_sleep_ms(100);
+	for (__u32 c = 0; c < n; c++) {
+		ASSERT_EQ(0, rbln_sysfs_chiplet_u64(bdf, c, "busy_ns", &sys1[c]));
+		ASSERT_EQ(0, engine_ns(self->fd, c, &mine1[c]));
+		ASSERT_EQ(0, engine_ns(fd2, c, &v));
+		EXPECT_EQ(other[c], v) TH_LOG("chiplet %u: another client", c);
+	}
+	EXPECT_LE(ts[1] - ts[0], sys1[0] - sys0[0])
+	TH_LOG("sysfs busy_ns grew %llu ns, the job took %llu",
+	       (unsigned long long)(sys1[0] - sys0[0]),
+	       (unsigned long long)(ts[1] - ts[0]));
+	EXPECT_LE(ts[1] - ts[0], mine1[0] - mine0[0])
+	TH_LOG("fdinfo grew %llu ns, the job took %llu",
+	       (unsigned long long)(mine1[0] - mine0[0]),
+	       (unsigned long long)(ts[1] - ts[0]));
+	/* one job ran on the card: the two are the same sum */
+	EXPECT_EQ(sys1[0] - sys0[0], mine1[0] - mine0[0]);
+	for (__u32 c = 1; c < n; c++) {
+		EXPECT_EQ(sys0[c], sys1[c]) TH_LOG("idle chiplet %u", c);
+		EXPECT_EQ(mine0[c], mine1[c]) TH_LOG("idle chiplet %u", c);
+	}
+	close(fd2);
 }
 
 TEST_HARNESS_MAIN

@@ -3,33 +3,42 @@
 #
 # Runs the rbln benchmarks inside the rbln VM and keeps their output.
 #
-#   tools/vm/rbln-vm -q -- tests/bench/run.sh [BINDIR [rbln_bench options]]
+#   tools/vm/rbln-vm -q -- tests/bench/run.sh [BINDIR [options]]
+#   tools/vm/rbln-vm -q --hbm 512M -- tests/bench/run.sh   # copies up to 256 MiB
 #
-# BINDIR defaults to build/cmake/tests/bench.  Loads vgem (the baseline of
-# BO creation) first; without it the vgem columns say n/a.  The table is
-# copied to $RBLN_VM_RESULTS/bench/ when set.  Exits with rbln_bench's
-# status; no figure is judged.
+# BINDIR defaults to build/cmake/tests/bench.  The options (--card N,
+# --min-ms MS, --min-iters N) go to every binary: rbln_bench (buffer
+# objects; loads vgem, its baseline, first: without it the vgem columns say
+# n/a) and rbln_submit_bench (job submission and copy bandwidth).  Each
+# table is copied to $RBLN_VM_RESULTS/bench/<binary>.txt when set.  Exits
+# non-zero if a binary failed; no figure is judged.
 
 set -u
 
 bindir=${1:-build/cmake/tests/bench}
 [ $# -gt 0 ] && shift
-bin=$bindir/rbln_bench
-if [ ! -x "$bin" ]; then
-	echo "run.sh: no $bin (build with cmake first)" >&2
-	exit 2
-fi
+for b in rbln_bench rbln_submit_bench; do
+	if [ ! -x "$bindir/$b" ]; then
+		echo "run.sh: no $bindir/$b (build with cmake first)" >&2
+		exit 2
+	fi
+done
 
 if ! modprobe vgem 2>/dev/null; then
 	echo "run.sh: modprobe vgem failed: no vgem baseline" >&2
 fi
 
-log=$(mktemp /tmp/rbln-bench.XXXXXX) || exit 2
-"$bin" "$@" >"$log" 2>&1
-rc=$?
-cat "$log"
-if [ -n "${RBLN_VM_RESULTS:-}" ] && mkdir -p "$RBLN_VM_RESULTS/bench"; then
-	cp "$log" "$RBLN_VM_RESULTS/bench/rbln_bench.txt"
-fi
-rm -f "$log"
-exit "$rc"
+status=0
+for b in rbln_bench rbln_submit_bench; do
+	log=$(mktemp /tmp/rbln-bench.XXXXXX) || exit 2
+	"$bindir/$b" "$@" >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	echo
+	if [ -n "${RBLN_VM_RESULTS:-}" ] && mkdir -p "$RBLN_VM_RESULTS/bench"; then
+		cp "$log" "$RBLN_VM_RESULTS/bench/$b.txt"
+	fi
+	rm -f "$log"
+	[ "$rc" -eq 0 ] || status=$rc
+done
+exit "$status"

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rbln_submit_bench - job submission costs of rbln.ko, with their baselines
+ * measured in the same run (inside the VM: absolute figures of software
+ * emulation mean little, ratios within one run do).
+ *
+ *   empty jobs (one NOP packet), submit to complete, on chiplet 0:
+ *     ioctl SUBMIT + WAIT, one job at a time;
+ *     io_uring RBLN_URING_CMD_SUBMIT in batches of 1, 8, 32 and 128 (one
+ *     batch in flight; each job's latency is from the batch's submit to
+ *     the reaping of its CQE);
+ *   baselines: a null syscall (getppid) and io_uring IORING_OP_NOP on the
+ *     same kind of ring (SQE128 + CQE32) at the same batch sizes;
+ *   the submitting thread's CPU time per job (CLOCK_THREAD_CPUTIME_ID,
+ *     which includes the io_uring completions run in its context), also in
+ *     null syscalls;
+ *   copy bandwidth host -> HBM and HBM -> host (one COPY packet, SUBMIT +
+ *     WAIT), 4 KiB to 256 MiB (sizes above half a chiplet's HBM are left
+ *     out: run the VM with --hbm 512M for 256 MiB), against the CPU's own
+ *     memcpy of the same size (host to host, and host to the HBM mapping).
+ *
+ * Targets it reports against: io_uring at batch 32 >= 4x the ioctl job
+ * rate; CPU per job at batch 32 <= 5 null syscalls.  Nothing is asserted.
+ *
+ *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N]
+ */
+#include <drm/rbln_accel.h>
+#include <rbln_fw_cmd.h>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+
+[[noreturn]] void fail(const std::string& what, int err) {
+    throw std::system_error(err, std::generic_category(), what);
+}
+
+int xioctl(int fd, unsigned long req, void* arg) {
+    int r = 0;
+    do {
+        r = ::ioctl(fd, req, arg);
+    } while (r != 0 && (errno == EINTR || errno == EAGAIN));
+    return r == 0 ? 0 : errno;
+}
+
+/* An owned file descriptor. */
+class Fd {
+public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~Fd() { reset(); }
+    [[nodiscard]] int get() const { return fd_; }
+    [[nodiscard]] bool valid() const { return fd_ >= 0; }
+
+private:
+    void reset() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+        fd_ = -1;
+    }
+    int fd_ = -1;
+};
+
+/* An owned anonymous mapping, touched so it has its pages. */
+class Mapping {
+public:
+    explicit Mapping(std::size_t len) : len_(len) {
+        addr_ = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (addr_ == MAP_FAILED) {
+            fail("mmap", errno);
+        }
+        std::memset(addr_, 0x5a, len);
+    }
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    Mapping(Mapping&&) = delete;
+    Mapping& operator=(Mapping&&) = delete;
+    ~Mapping() { ::munmap(addr_, len_); }
+    [[nodiscard]] void* addr() const { return addr_; }
+
+private:
+    void* addr_ = nullptr;
+    std::size_t len_;
+};
+
+/* A GEM buffer of the card with its CPU mapping. */
+class Bo {
+public:
+    Bo(int fd, std::uint64_t size, std::uint32_t region) : fd_(fd) {
+        drm_rbln_bo_create c{};
+        c.size = size;
+        c.region = region;
+        if (int err = xioctl(fd, DRM_IOCTL_RBLN_BO_CREATE, &c); err != 0) {
+            fail("RBLN_BO_CREATE of " + std::to_string(size), err);
+        }
+        handle_ = c.handle;
+        va_ = c.device_va;
+        size_ = c.size;
+        drm_rbln_bo_info info{};
+        info.handle = handle_;
+        if (int err = xioctl(fd, DRM_IOCTL_RBLN_BO_INFO, &info); err != 0) {
+            close_handle();
+            fail("RBLN_BO_INFO", err);
+        }
+        map_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                      static_cast<off_t>(info.mmap_offset));
+        if (map_ == MAP_FAILED) {
+            int err = errno;
+            close_handle();
+            fail("mmap of a buffer", err);
+        }
+    }
+    Bo(const Bo&) = delete;
+    Bo& operator=(const Bo&) = delete;
+    Bo(Bo&&) = delete;
+    Bo& operator=(Bo&&) = delete;
+    ~Bo() {
+        ::munmap(map_, size_);
+        close_handle();
+    }
+    [[nodiscard]] std::uint32_t handle() const { return handle_; }
+    [[nodiscard]] std::uint64_t va() const { return va_; }
+    [[nodiscard]] unsigned char* map() const { return static_cast<unsigned char*>(map_); }
+
+private:
+    void close_handle() const {
+        drm_gem_close c{};
+        c.handle = handle_;
+        (void)xioctl(fd_, DRM_IOCTL_GEM_CLOSE, &c);
+    }
+    int fd_;
+    std::uint32_t handle_ = 0;
+    std::uint64_t va_ = 0;
+    std::uint64_t size_ = 0;
+    void* map_ = nullptr;
+};
+
+/* An io_uring with 128-byte SQEs and 32-byte CQEs. */
+class Ring {
+public:
+    explicit Ring(unsigned entries) {
+        int err = io_uring_queue_init(entries, &ring_, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+        if (err < 0) {
+            fail("io_uring_queue_init(SQE128 | CQE32)", -err);
+        }
+    }
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+    Ring(Ring&&) = delete;
+    Ring& operator=(Ring&&) = delete;
+    ~Ring() { io_uring_queue_exit(&ring_); }
+    io_uring* get() { return &ring_; }
+
+    io_uring_sqe* sqe() {
+        io_uring_sqe* s = io_uring_get_sqe(&ring_);
+        if (s == nullptr) {
+            throw std::runtime_error("io_uring SQ full");
+        }
+        std::memset(s, 0, 128); // the whole 128-byte SQE: __pad1, flags 0
+        return s;
+    }
+
+    /* Waits for one CQE; its res and big_cqe[0]. */
+    std::pair<int, std::uint64_t> reap() {
+        io_uring_cqe* cqe = nullptr;
+        int err = 0;
+        do {
+            err = io_uring_wait_cqe(&ring_, &cqe);
+        } while (err == -EINTR);
+        if (err < 0) {
+            fail("io_uring_wait_cqe", -err);
+        }
+        std::pair<int, std::uint64_t> r{cqe->res, cqe->big_cqe[0]};
+        io_uring_cqe_seen(&ring_, cqe);
+        return r;
+    }
+
+private:
+    io_uring ring_{};
+};
+
+/* The uring_cmd SQE of ours (liburing 2.3 has no prep helper for it). */
+template <typename Payload>
+void prep_uring_cmd(io_uring_sqe* sqe, int fd, std::uint32_t op, const Payload& p) {
+    static_assert(sizeof(Payload) <= 80, "the payload must fit the 128-byte SQE");
+    sqe->opcode = IORING_OP_URING_CMD;
+    sqe->fd = fd;
+    sqe->cmd_op = op;
+    std::memcpy(sqe->cmd, &p, sizeof(p));
+}
+
+std::string read_link_base(const fs::path& p) {
+    std::error_code ec;
+    fs::path t = fs::read_symlink(p, ec);
+    return ec ? std::string{} : t.filename().string();
+}
+
+struct Card {
+    Fd fd;
+    std::string node;
+    std::string bdf;
+    drm_rbln_info_device dev{};
+};
+
+/* The @index-th rbln accel node in PCI address order. */
+Card open_card(unsigned index) {
+    std::vector<std::pair<std::string, std::string>> nodes; // bdf, node
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/sys/class/accel", ec)) {
+        std::string name = e.path().filename().string();
+        if (name.rfind("accel", 0) != 0 || read_link_base(e.path() / "device/driver") != "rbln") {
+            continue;
+        }
+        nodes.emplace_back(read_link_base(e.path() / "device"), name);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    if (index >= nodes.size()) {
+        throw std::runtime_error("no rbln card #" + std::to_string(index) + " (found " +
+                                 std::to_string(nodes.size()) + ")");
+    }
+    Card c;
+    c.bdf = nodes[index].first;
+    c.node = nodes[index].second;
+    c.fd = Fd(::open(("/dev/accel/" + c.node).c_str(), O_RDWR | O_CLOEXEC));
+    if (!c.fd.valid()) {
+        fail("open /dev/accel/" + c.node, errno);
+    }
+    drm_rbln_get_info q{};
+    q.type = RBLN_INFO_DEVICE;
+    q.size = sizeof(c.dev);
+    q.ptr = reinterpret_cast<std::uintptr_t>(&c.dev);
+    if (int err = xioctl(c.fd.get(), DRM_IOCTL_RBLN_GET_INFO, &q); err != 0) {
+        fail("GET_INFO(DEVICE)", err);
+    }
+    return c;
+}
+
+struct Options {
+    unsigned card = 0;
+    double min_ms = 300;
+    unsigned min_iters = 5;
+};
+
+bool parse_uint(std::string_view s, unsigned& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    std::vector<std::string_view> args(argv + 1, argv + argc);
+    for (std::size_t i = 0; i < args.size(); i += 2) {
+        unsigned v = 0;
+        bool has_value = i + 1 < args.size() && parse_uint(args[i + 1], v);
+        if (args[i] == "--card" && has_value) {
+            o.card = v;
+        } else if (args[i] == "--min-ms" && has_value) {
+            o.min_ms = v;
+        } else if (args[i] == "--min-iters" && has_value && v > 0) {
+            o.min_iters = v;
+        } else {
+            throw std::runtime_error(
+                "usage: rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N]");
+        }
+    }
+    return o;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double ns_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+double thread_cpu_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+/* A measurement: per-operation latencies, wall and thread CPU time. */
+struct Result {
+    std::vector<double> lat_ns;
+    double wall_ns = 0;
+    double cpu_ns = 0;
+    std::uint64_t ops = 0;
+
+    [[nodiscard]] double rate() const { return wall_ns > 0 ? ops * 1e9 / wall_ns : NAN; }
+    [[nodiscard]] double cpu_per_op() const { return ops ? cpu_ns / ops : NAN; }
+    [[nodiscard]] double pct(double p) const {
+        if (lat_ns.empty()) {
+            return NAN;
+        }
+        std::vector<double> v = lat_ns;
+        auto k = static_cast<std::size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+        return v[k];
+    }
+};
+
+/*
+ * Runs @round (which does @per_round operations and appends their
+ * latencies) until both budgets are spent, after one warm-up round.
+ */
+Result measure(const Options& o, unsigned per_round,
+               const std::function<void(std::vector<double>&)>& round) {
+    std::vector<double> warm;
+    round(warm);
+    Result r;
+    const double cpu0 = thread_cpu_ns();
+    const auto t0 = Clock::now();
+    unsigned rounds = 0;
+    do {
+        round(r.lat_ns);
+        ++rounds;
+        r.wall_ns = ns_since(t0);
+    } while (rounds < o.min_iters || r.wall_ns < o.min_ms * 1e6);
+    r.cpu_ns = thread_cpu_ns() - cpu0;
+    r.ops = static_cast<std::uint64_t>(rounds) * per_round;
+    return r;
+}
+
+std::string num(double v, const char* fmt = "%.0f") {
+    if (std::isnan(v)) {
+        return "n/a";
+    }
+    std::array<char, 32> b{};
+    std::snprintf(b.data(), b.size(), fmt, v);
+    return {b.data()};
+}
+
+std::string ratio(double a, double b) {
+    return (std::isnan(a) || std::isnan(b) || b == 0) ? "n/a" : num(a / b, "%.2f");
+}
+
+std::string size_name(std::uint64_t s) {
+    return s >= MiB ? std::to_string(s / MiB) + " MiB" : std::to_string(s / KiB) + " KiB";
+}
+
+/* Everything the job benchmarks share: a queue on chiplet 0 and buffers. */
+class Jobs {
+public:
+    explicit Jobs(int fd) : fd_(fd), cmd_(fd, 1 * MiB, RBLN_REGION_HOST) {
+        drm_rbln_queue_create q{};
+        q.chiplet_mask = 1;
+        q.priority = RBLN_QUEUE_PRIORITY_NORMAL;
+        if (int err = xioctl(fd, DRM_IOCTL_RBLN_QUEUE_CREATE, &q); err != 0) {
+            fail("QUEUE_CREATE", err);
+        }
+        queue_ = q.queue_id;
+        // offset 0: the empty job, one NOP packet
+        const rbln_fw_pkt_nop nop{RBLN_FW_PKT_HDR(RBLN_FW_PKT_NOP, 0, 8), 0};
+        std::memcpy(cmd_.map(), &nop, sizeof(nop));
+    }
+    Jobs(const Jobs&) = delete;
+    Jobs& operator=(const Jobs&) = delete;
+    Jobs(Jobs&&) = delete;
+    Jobs& operator=(Jobs&&) = delete;
+    ~Jobs() {
+        drm_rbln_queue_destroy d{};
+        d.queue_id = queue_;
+        (void)xioctl(fd_, DRM_IOCTL_RBLN_QUEUE_DESTROY, &d);
+    }
+
+    [[nodiscard]] drm_rbln_submit empty_job() const {
+        drm_rbln_submit s{};
+        s.queue_id = queue_;
+        s.cmd_handle = cmd_.handle();
+        s.cmd_size = 8;
+        return s;
+    }
+
+    /* A job of one COPY packet at offset 64 of the command buffer. */
+    drm_rbln_submit copy_job(std::uint64_t src, std::uint64_t dst, std::uint64_t size,
+                             const std::uint32_t* bos) {
+        rbln_fw_pkt_copy p{};
+        p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_COPY, 0, sizeof(p));
+        p.src = src;
+        p.dst = dst;
+        p.size = size;
+        std::memcpy(cmd_.map() + 64, &p, sizeof(p));
+        drm_rbln_submit s = empty_job();
+        s.cmd_offset = 64;
+        s.cmd_size = sizeof(p);
+        s.bo_handles = reinterpret_cast<std::uintptr_t>(bos);
+        s.bo_count = 2;
+        s.bo_elem_size = sizeof(std::uint32_t);
+        return s;
+    }
+
+    /* SUBMIT + WAIT of @s; throws unless the job succeeded. */
+    void run(drm_rbln_submit s) const {
+        if (int err = xioctl(fd_, DRM_IOCTL_RBLN_SUBMIT, &s); err != 0) {
+            fail("SUBMIT", err);
+        }
+        drm_rbln_wait w{};
+        w.queue_id = queue_;
+        w.seqno = s.seqno;
+        w.timeout_ns = INT64_MAX;
+        if (int err = xioctl(fd_, DRM_IOCTL_RBLN_WAIT, &w); err != 0) {
+            fail("WAIT", err);
+        }
+        if (w.job_error != 0) {
+            fail("job", -w.job_error);
+        }
+    }
+
+private:
+    int fd_;
+    Bo cmd_;
+    std::uint32_t queue_ = 0;
+};
+
+void null_syscalls(unsigned n) {
+    for (unsigned i = 0; i < n; ++i) {
+        (void)::syscall(SYS_getppid);
+    }
+}
+
+/* A batch of @n io_uring operations filled by @prep; latency per CQE. */
+void uring_batch(Ring& ring, unsigned n, const std::function<void(io_uring_sqe*)>& prep,
+                 std::vector<double>& lat) {
+    for (unsigned i = 0; i < n; ++i) {
+        prep(ring.sqe());
+    }
+    const auto t0 = Clock::now();
+    int err = io_uring_submit(ring.get());
+    if (err != static_cast<int>(n)) {
+        fail("io_uring_submit", err < 0 ? -err : EIO);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        auto [res, extra] = ring.reap();
+        (void)extra;
+        if (res != 0) {
+            fail("io_uring CQE", -res);
+        }
+        lat.push_back(ns_since(t0));
+    }
+}
+
+int run(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    Card card = open_card(o.card);
+    const int fd = card.fd.get();
+    std::printf("# rbln_submit_bench: %s (%s), %s, %u chiplet(s) of %llu MiB, "
+                "firmware-iface %u.%u\n",
+                card.node.c_str(), card.bdf.c_str(),
+                card.dev.family == RBLN_FAMILY_REBEL100 ? "Rebel100" : "ATOM",
+                card.dev.chiplet_count, static_cast<unsigned long long>(card.dev.hbm_size[0] / MiB),
+                card.dev.fw_iface_major, card.dev.fw_iface_minor);
+    std::printf("# each figure: >= %.0f ms and >= %u rounds after a warm-up, one run; "
+                "jobs on chiplet 0\n\n",
+                o.min_ms, o.min_iters);
+
+    Jobs jobs(fd);
+    constexpr unsigned kCalls = 1000;
+    Result sys = measure(o, kCalls, [&](std::vector<double>&) { null_syscalls(kCalls); });
+    const double sys_ns = sys.wall_ns / static_cast<double>(sys.ops);
+    const double sys_cpu = sys.cpu_per_op();
+    std::printf("null syscall (getppid): %s ns wall, %s ns CPU\n\n", num(sys_ns, "%.1f").c_str(),
+                num(sys_cpu, "%.1f").c_str());
+
+    std::printf("%-28s %6s %10s %9s %9s %9s %11s %10s\n", "empty job, submit->complete", "batch",
+                "jobs/s", "p50 us", "p99 us", "vs ioctl", "CPU ns/job", "in syscalls");
+    auto row = [&](const char* what, unsigned batch, const Result& r, double base) {
+        std::printf("%-28s %6u %10s %9s %9s %9s %11s %10s\n", what, batch, num(r.rate()).c_str(),
+                    num(r.pct(0.50) / 1e3, "%.1f").c_str(), num(r.pct(0.99) / 1e3, "%.1f").c_str(),
+                    ratio(r.rate(), base).c_str(), num(r.cpu_per_op()).c_str(),
+                    ratio(r.cpu_per_op(), sys_cpu).c_str());
+    };
+
+    Result ioctl_r = measure(o, 1, [&](std::vector<double>& lat) {
+        const auto t0 = Clock::now();
+        jobs.run(jobs.empty_job());
+        lat.push_back(ns_since(t0));
+    });
+    row("ioctl SUBMIT + WAIT", 1, ioctl_r, ioctl_r.rate());
+
+    constexpr std::array<unsigned, 4> batches{1, 8, 32, 128};
+    std::array<Result, batches.size()> uring_r{};
+    std::array<Result, batches.size()> nop_r{};
+    Ring ring(256);
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+        const drm_rbln_submit s = jobs.empty_job();
+        uring_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+            uring_batch(
+                ring, batches[b],
+                [&](io_uring_sqe* sqe) { prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s); }, lat);
+        });
+        row("io_uring SUBMIT", batches[b], uring_r[b], ioctl_r.rate());
+    }
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+        nop_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+            uring_batch(
+                ring, batches[b], [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); }, lat);
+        });
+        row("io_uring NOP (baseline)", batches[b], nop_r[b], ioctl_r.rate());
+    }
+    const Result& b32 = uring_r[2];
+    const double speedup = b32.rate() / ioctl_r.rate();
+    const double cpu_sys = b32.cpu_per_op() / sys_cpu;
+    std::printf("\ntarget: io_uring at batch 32 / ioctl job rate = %s (>= 4: %s)\n",
+                num(speedup, "%.2f").c_str(), speedup >= 4 ? "met" : "NOT met");
+    std::printf("target: CPU per job at batch 32 = %s null syscalls (<= 5: %s)\n",
+                num(cpu_sys, "%.2f").c_str(), cpu_sys <= 5 ? "met" : "NOT met");
+    std::printf("io_uring SUBMIT vs NOP at batch 32: %s of the NOP rate\n\n",
+                ratio(b32.rate(), nop_r[2].rate()).c_str());
+
+    // copy bandwidth
+    const std::uint64_t hbm = card.dev.hbm_size[0];
+    std::uint64_t max_size = 256 * MiB;
+    while (max_size > hbm / 2) {
+        max_size /= 4;
+    }
+    Bo host(fd, max_size, RBLN_REGION_HOST);
+    Bo dev(fd, max_size, RBLN_REGION_HBM);
+    Mapping cpu(max_size);
+    std::memset(host.map(), 0x3c, max_size);
+    const std::array<std::uint32_t, 2> bos{host.handle(), dev.handle()};
+    std::printf("%-16s %8s %10s %12s %12s %14s\n", "copy (one job)", "size", "card GB/s",
+                "memcpy GB/s", "card/memcpy", "CPU->HBM GB/s");
+    for (int dir = 0; dir < 2; ++dir) {
+        for (std::uint64_t size = 4 * KiB; size <= max_size; size *= 4) {
+            const std::uint64_t src = dir == 0 ? host.va() : dev.va();
+            const std::uint64_t dst = dir == 0 ? dev.va() : host.va();
+            const drm_rbln_submit s = jobs.copy_job(src, dst, size, bos.data());
+            Result card_r = measure(o, 1, [&](std::vector<double>& lat) {
+                const auto t0 = Clock::now();
+                jobs.run(s);
+                lat.push_back(ns_since(t0));
+            });
+            Result mem_r = measure(o, 1, [&](std::vector<double>& lat) {
+                const auto t0 = Clock::now();
+                std::memcpy(cpu.addr(), host.map(), size);
+                lat.push_back(ns_since(t0));
+            });
+            Result wc_r = measure(o, 1, [&](std::vector<double>& lat) {
+                const auto t0 = Clock::now();
+                std::memcpy(dev.map(), host.map(), size);
+                lat.push_back(ns_since(t0));
+            });
+            auto gbs = [size](const Result& r) { return static_cast<double>(size) / r.pct(0.5); };
+            std::printf("%-16s %8s %10s %12s %12s %14s\n", dir == 0 ? "host -> HBM" : "HBM -> host",
+                        size_name(size).c_str(), num(gbs(card_r), "%.3f").c_str(),
+                        num(gbs(mem_r), "%.3f").c_str(), ratio(gbs(card_r), gbs(mem_r)).c_str(),
+                        num(gbs(wc_r), "%.3f").c_str());
+        }
+    }
+    if (max_size < 256 * MiB) {
+        std::printf("# sizes above %s left out: %llu MiB of HBM per chiplet (use --hbm 512M)\n",
+                    size_name(max_size).c_str(), static_cast<unsigned long long>(hbm / MiB));
+    }
+    std::printf("# GB/s from the median time of one job (SUBMIT + WAIT included) or memcpy\n");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rbln_submit_bench: %s\n", e.what());
+        return 1;
+    }
+}

@@ -7,6 +7,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 vm="$top/tools/vm/rbln-vm"
 ksft="$top/build/cmake/tests/kselftest"
 smi="$top/build/cmake/tools/rbln-smi/rbln-smi"
+# The job tests hang chiplets on purpose: a short job timeout makes each
+# ring reset take 2 s instead of the default 10 s.
+jobparams="job_timeout_ms=2000"
 pass=0 fail=0
 failed=()
 
@@ -29,10 +32,10 @@ step() { # name, then the command
 
 step "runner self-test" "$top/tests/runner/run.sh"
 step "kselftests + rbln-smi, 1 Rebel100 card" \
-	"$vm" -q --timeout 900 -- bash -c \
+	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "kselftests + rbln-smi, 2 ATOM cards" \
-	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M -- bash -c \
+	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&

@@ -331,6 +331,9 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = drmm_mutex_init(&rdev->drm, &rdev->vm_debug_lock);
 	if (ret)
 		return ret;
+	ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
+	if (ret)
+		return ret;
 	xa_init_flags(&rdev->vms, XA_FLAGS_ALLOC1);
 	rbln_reset_init(rdev);
 	atomic64_set(&rdev->host_bytes, 0);

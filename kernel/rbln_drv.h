@@ -335,6 +335,7 @@ struct rbln_device {
 	u32 ring_count;
 
 	/* whole-card recovery (rbln_reset.c) */
+	struct mutex reset_lock;	/* ring resets vs. card recovery */
 	struct work_struct recover_work;
 	bool recover_failed;
 	u64 card_resets;

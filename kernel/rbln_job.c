@@ -243,6 +243,12 @@ static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job
 	unsigned long flags;
 	int ret;
 
+	mutex_lock(&rdev->reset_lock);
+	if (rbln_get_state(rdev) != RBLN_STATE_READY) {
+		/* The card is faulted: its recovery takes care of every ring. */
+		mutex_unlock(&rdev->reset_lock);
+		return DRM_GPU_SCHED_STAT_NOMINAL;
+	}
 	drm_warn(&rdev->drm, "ring %u: job %llu did not complete within %u ms: resetting the ring\n",
 		 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
 	drm_sched_stop(&ring->sched, sched_job);
@@ -285,6 +291,7 @@ static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job
 	rbln_sysfs_notify_ring_reset(rdev, ring->index);
 
 	drm_sched_start(&ring->sched);
+	mutex_unlock(&rdev->reset_lock);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }
 

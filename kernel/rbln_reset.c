@@ -100,6 +100,7 @@ static void rbln_recover_work(struct work_struct *work)
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
+	mutex_lock(&rdev->reset_lock);
 	if (rbln_get_state(rdev) != RBLN_STATE_FAULT)
 		goto out;
 
@@ -131,6 +132,7 @@ static void rbln_recover_work(struct work_struct *work)
 	for (i = 0; i < rdev->ring_count; i++)
 		drm_sched_start(&rdev->rings[i].sched);
 out:
+	mutex_unlock(&rdev->reset_lock);
 	drm_dev_exit(idx);
 }
 

@@ -280,9 +280,9 @@ static __u32 victim(FIXTURE_DATA(flt) * self)
 /*
  * Fault @kind on the victim chiplet: the job it hits ends with @want (after
  * about job_timeout_ms and one ring reset with its uevent if @reset; its
- * later packets did not run unless @ran), the job queued behind it runs,
- * other chiplets run jobs meanwhile, and the next job on the victim
- * succeeds.
+ * later packets did not run unless @ran), the job queued behind it runs
+ * exactly once, other chiplets run jobs meanwhile, and the next job on the
+ * victim succeeds.
  */
 static void injected(struct __test_metadata *_metadata,
 		     FIXTURE_DATA(flt) * self, const char *kind, __s32 want,
@@ -318,8 +318,15 @@ static void injected(struct __test_metadata *_metadata,
 	t0 = rbln_now_ms();
 	ASSERT_EQ(0, rbln_submit_job(self->fd, qv, &self->cb,
 				     &self->data.handle, 1, &s1));
-	/* ... and an innocent one behind it */
+	/*
+	 * ... and an innocent one behind it, which must run exactly once:
+	 * it copies A to B and then overwrites A (run twice, B gets the new A)
+	 */
+	memset(self->data.map + 32768, 0x11, 4096);
 	rbln_cmd_begin(&self->cb);
+	rbln_cmd_copy(&self->cb, self->data.va + 32768, self->data.va + 40960,
+		      4096);
+	rbln_cmd_fill(&self->cb, self->data.va + 32768, 4096, 0x22, 1);
 	rbln_cmd_signal(&self->cb, self->data.va + 8, 2, 0);
 	ASSERT_EQ(0, rbln_submit_job(self->fd, qv, &self->cb,
 				     &self->data.handle, 1, &s2));
@@ -358,6 +365,10 @@ static void injected(struct __test_metadata *_metadata,
 				   3 * self->timeout_ms + 10000, &je));
 	EXPECT_EQ(0, je) TH_LOG("%s: the job behind the failed one", kind);
 	EXPECT_EQ(2, d[1]);
+	EXPECT_TRUE(rbln_all_bytes(self->data.map + 40960, 4096, 0x11))
+	TH_LOG("%s: the job behind the failed one ran %s", kind,
+	       self->data.map[40960] == 0x22 ? "twice" : "wrongly");
+	EXPECT_TRUE(rbln_all_bytes(self->data.map + 32768, 4096, 0x22));
 
 	rbln_sleep_ms(200);
 	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));

@@ -268,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, AdminRingMalformed,
     ::testing::Values(
         Malformed{"UnknownOpcode", make(0), RBLN_FW_ST_BAD_OPCODE},
-        Malformed{"UnknownOpcode9", make(9, kD, 4096), RBLN_FW_ST_BAD_OPCODE},
+        Malformed{"UnknownOpcode11", make(11, kD, 4096), RBLN_FW_ST_BAD_OPCODE},
         Malformed{"UnknownOpcodeFFFF", make(0xffff), RBLN_FW_ST_BAD_OPCODE},
         Malformed{"IdentifyFlags",
                   make_with(make(RBLN_FW_OP_IDENTIFY, kD, kIdLen), [](auto& r) { r.flags = 1; }),

@@ -120,7 +120,7 @@ TEST_F(Control, SetCardTemperatureAndPower) {
 
 TEST_F(Control, SetChipletChangesOnlyTheGivenKeys) {
     EXPECT_EQ(run("set chiplet=2 clock_mhz=700 busy_ns=99"), "ok");
-    const ChipletTelemetry& c = h.card.telemetry().chiplet[2];
+    const ChipletTelemetry c = h.card.telemetry().chiplet[2];
     EXPECT_EQ(c.clock_mhz, 700U);
     EXPECT_EQ(c.busy_ns, 99U);
     EXPECT_EQ(c.temp_mc, 45000);       // 44000 + 2 * 500, unchanged

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // Card state machine: control block, handshake, reset, faults, events,
-// telemetry and heartbeat.  Admin requests are in card_admin.cpp.
+// telemetry and heartbeat.  Admin requests are in card_admin.cpp, the
+// command rings' side of the card in card_rings.cpp.
 #include "card.h"
 
 #include <atomic>
@@ -132,9 +133,40 @@ Card::Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, Ir
     init_control_block();
 }
 
+Card::~Card() {
+    stop_rings(CommandProcessor::StopMode::silent);
+}
+
+void Card::shutdown() {
+    stop_rings(CommandProcessor::StopMode::silent);
+}
+
 CardStats Card::stats() const {
     CardStats s = stats_;
-    const MmuStats& m = mmu_.stats();
+    s.events = events_.load();
+    s.events_dropped = events_dropped_.load();
+    s.irqs = irqs_.load();
+    const RingCounters& r = ring_counters_;
+    s.jobs = r.jobs.load();
+    s.jobs_failed = r.jobs_failed.load();
+    s.jobs_aborted = r.jobs_aborted.load();
+    s.packets = r.packets.load();
+    s.dma_bytes = r.dma_bytes.load();
+    s.ring_cpl_stalls = r.cpl_stalls.load();
+    s.ring_cpls_dropped = r.cpls_dropped.load();
+    s.ring_bad_tails = r.bad_tails.load();
+    s.injected_hangs = r.hangs.load();
+    s.injected_dma_errors = r.dma_errors.load();
+    s.injected_corrupt_cpls = r.corrupt_cpls.load();
+    for (unsigned i = 0; i < id_.layout.chiplets; i++) {
+        const ChipletEngine& e = engines_.at(i);
+        if (procs_.at(i))
+            s.rings_up++;
+        s.hung |= e.hang.load() ? 1U << i : 0U;
+        s.dma_error_armed |= e.dma_error.load() ? 1U << i : 0U;
+        s.corrupt_cpl_armed |= e.corrupt_cpl.load() ? 1U << i : 0U;
+    }
+    const MmuStats m = mmu_.stats();
     s.mmu_faults = m.faults;
     s.tlb_hits = m.tlb_hits;
     s.tlb_misses = m.tlb_misses;
@@ -194,6 +226,12 @@ void Card::doorbell(unsigned vector) {
         else
             log_.debug("admin doorbell ignored in state %s", state_name(state_));
         break;
+    case RBLN_FW_DB_RING:
+        // One doorbell for every ring; it may also announce a host store
+        // that a WAIT watches.
+        hub_.notify();
+        kick_rings();
+        break;
     default:
         log_.debug("doorbell on unused vector %u ignored", vector);
         break;
@@ -235,6 +273,7 @@ bool ranges_overlap(std::uint64_t a, std::uint64_t b, std::uint64_t len) {
 } // namespace
 
 void Card::handshake(std::uint32_t host_ctrl, std::uint32_t gen) {
+    stop_rings(CommandProcessor::StopMode::silent);
     rings_.reset();
     drop_bindings();
     set_state(RBLN_FW_STATE_BOOTING);
@@ -315,6 +354,9 @@ void Card::handshake(std::uint32_t host_ctrl, std::uint32_t gen) {
 
 void Card::reset() {
     const std::uint32_t old = state_;
+    stop_rings(CommandProcessor::StopMode::silent);
+    for (ChipletEngine& e : engines_)
+        e.hang = false;
     rings_.reset();
     drop_bindings();
     fault_code_ = RBLN_FW_FAULT_NONE;
@@ -333,6 +375,8 @@ void Card::drop_bindings() {
 }
 
 void Card::enter_fault(std::uint32_t code, std::string_view reason) {
+    // The firmware stopped: so do its command processors.
+    stop_rings(CommandProcessor::StopMode::silent);
     fault_code_ = code;
     fault_reason_ = reason.substr(0, sizeof(ctrl_->fault_reason) - 1);
     copy_string(ctrl_->fault_reason, fault_reason_);
@@ -372,6 +416,7 @@ void Card::post_event(std::uint16_t type, std::uint32_t code, std::uint32_t chip
                       std::span<const std::uint64_t> data) {
     if (!rings_)
         return;
+    const std::lock_guard<std::mutex> lk(event_mu_);
     rbln_fw_event ev{};
     ev.seq = rings_->event_seq++;
     ev.type = type;
@@ -381,22 +426,27 @@ void Card::post_event(std::uint16_t type, std::uint32_t code, std::uint32_t chip
     for (std::size_t i = 0; i < data.size() && i < std::size(ev.data); i++)
         ev.data[i] = data[i];
     if (!write_record(rings_->ev, host_read(ctrl_->event_head), &ev)) {
-        stats_.events_dropped++;
+        events_dropped_++;
         log_.debug("event ring full: event seq %u type %u dropped", ev.seq, type);
         return;
     }
-    stats_.events++;
+    events_++;
     pending_irqs_ |= 1U << RBLN_FW_IRQ_EVENT;
 }
 
+void Card::raise(unsigned vector) {
+    irqs_++;
+    if (irq_)
+        irq_(vector);
+}
+
 void Card::flush_irqs() {
-    for (unsigned v = 0; pending_irqs_ != 0; v++) {
-        if ((pending_irqs_ & (1U << v)) == 0)
+    std::uint32_t pending = pending_irqs_.exchange(0);
+    for (unsigned v = 0; pending != 0; v++) {
+        if ((pending & (1U << v)) == 0)
             continue;
-        pending_irqs_ &= ~(1U << v);
-        stats_.irqs++;
-        if (irq_)
-            irq_(v);
+        pending &= ~(1U << v);
+        raise(v);
     }
 }
 
@@ -407,6 +457,7 @@ void Card::tick() {
     card_write(ctrl_->heartbeat, heartbeat_);
     if (rings_ && rings_->cq_stalled)
         process_admin();
+    kick_rings(); // a ring waiting for room looks again
     flush_irqs();
 }
 
@@ -426,16 +477,27 @@ void Card::set_power(std::uint64_t power_uw) {
     telemetry_.power_uw = power_uw;
 }
 
-void Card::set_chiplet(unsigned index, const ChipletTelemetry& values) {
+Telemetry Card::telemetry() const {
+    Telemetry t = telemetry_;
+    for (unsigned i = 0; i < t.chiplet.size(); i++)
+        t.chiplet.at(i).busy_ns = engines_.at(i).busy_ns.load();
+    return t;
+}
+
+void Card::set_chiplet(unsigned index, const ChipletTelemetry& values, bool with_busy) {
     if (index >= id_.layout.chiplets)
         throw std::out_of_range("chiplet index out of range");
     telemetry_.chiplet.at(index) = values;
+    if (with_busy)
+        engines_.at(index).busy_ns = values.busy_ns;
 }
 
 void Card::set_no_response(bool on) {
     if (on != no_response_)
         log_.info("no-response fault %s", on ? "armed: doorbells are ignored" : "cleared");
     no_response_ = on;
+    if (!on)
+        kick_rings();
 }
 
 void Card::inject_fw_fault(std::uint32_t code, std::string_view reason) {

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
-// The card's firmware model (firmware-iface v1.1): control block, boot
-// handshake, admin ring, event ring, telemetry and heartbeat, and the MMU
-// (mmu.h) with its admin requests.
+// The card's firmware model (firmware-iface v1.2): control block, boot
+// handshake, admin ring, event ring, telemetry and heartbeat, the MMU
+// (mmu.h) with its admin requests, and the command rings (cmd_ring.h).
 //
 // Independent of the transport: it sees the control block (a span of the
 // BAR), guest RAM through GuestMemory, and raises MSI-X vectors through a
 // callback.  The transport calls doorbell() and tick(); the control
-// interface calls the telemetry and fault methods.  v1 runs everything on
-// one thread; engines added later get their own threads and talk to the
-// model through the same narrow calls.
+// interface calls the telemetry and fault methods.  Those calls and the
+// admin ring run on one thread (the event loop); every command ring runs
+// on a thread of its own (a CommandProcessor), which reaches the card only
+// through the RingHost calls: card time, events (thread-safe), interrupts
+// (the callback is called from ring threads too).
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +26,7 @@
 #include <type_traits>
 
 #include "bar_layout.h"
+#include "cmd_ring.h"
 #include "guest_memory.h"
 #include "log.h"
 #include "mmu.h"
@@ -83,9 +88,25 @@ struct CardStats {
     std::uint64_t tlb_misses = 0;
     std::uint64_t tlb_invalidations = 0;
     std::uint32_t vm_bound = 0; // ASIDs bound now
+    // The command rings (cmd_ring.h).
+    std::uint32_t rings_up = 0;        // rings set up now
+    std::uint64_t jobs = 0;            // completion records written
+    std::uint64_t jobs_failed = 0;     // ... with an error (not ABORTED)
+    std::uint64_t jobs_aborted = 0;    // ... ABORTED
+    std::uint64_t packets = 0;         // packets run
+    std::uint64_t dma_bytes = 0;       // bytes moved by COPY, COPY_STRIDED, FILL
+    std::uint64_t ring_cpl_stalls = 0; // times a ring's completion ring was full
+    std::uint64_t ring_cpls_dropped = 0;
+    std::uint64_t ring_bad_tails = 0;
+    std::uint64_t injected_hangs = 0;        // `fault hang` commands
+    std::uint64_t injected_dma_errors = 0;   // DMA errors that hit a packet
+    std::uint64_t injected_corrupt_cpls = 0; // completions corrupted
+    std::uint32_t hung = 0;                  // chiplet bit mask
+    std::uint32_t dma_error_armed = 0;       // chiplet bit mask
+    std::uint32_t corrupt_cpl_armed = 0;     // chiplet bit mask
 };
 
-class Card {
+class Card : private RingHost {
 public:
     using IrqFn = std::function<void(unsigned vector)>;
     using ClockFn = std::function<std::uint64_t()>; // monotonic ns
@@ -95,10 +116,19 @@ public:
     // beyond `bar` is BAD_ADDRESS.
     Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, IrqFn irq, Logger& log,
          ClockFn clock = {});
+    // Stops every command ring (their threads are gone when it returns).
+    ~Card() override;
+    Card(const Card&) = delete;
+    Card& operator=(const Card&) = delete;
+    Card(Card&&) = delete;
+    Card& operator=(Card&&) = delete;
 
     // Transport entry points.
     void doorbell(unsigned vector);
     void tick(); // about every 100 ms: heartbeat, retry a stalled ring
+    // Stops the command rings without writing anything (before the
+    // transport goes away).
+    void shutdown();
 
     // Queries.
     [[nodiscard]] std::uint32_t state() const { return state_; }
@@ -107,9 +137,13 @@ public:
     [[nodiscard]] std::uint64_t heartbeat() const { return heartbeat_; }
     [[nodiscard]] CardStats stats() const;
     [[nodiscard]] const CardIdentity& identity() const { return id_; }
-    [[nodiscard]] const Telemetry& telemetry() const { return telemetry_; }
-    [[nodiscard]] bool no_response() const { return no_response_; }
+    // A snapshot; busy_ns is the chiplets' time running jobs (settable).
+    [[nodiscard]] Telemetry telemetry() const;
+    [[nodiscard]] bool no_response() const { return no_response_.load(); }
     [[nodiscard]] bool rings_configured() const { return rings_.has_value(); }
+    [[nodiscard]] bool ring_up(unsigned chiplet) const;
+    // Card time: ns since the card started (TIMESTAMP, telemetry, events).
+    [[nodiscard]] std::uint64_t card_time() const { return now_ns() - start_ns_; }
     // Every card-side access by VA goes through it.  Bindings are dropped
     // by the card's reset and by a new handshake.
     [[nodiscard]] Mmu& mmu() { return mmu_; }
@@ -118,11 +152,22 @@ public:
     // Control interface.
     void set_card_temp(std::int32_t temp_mc);
     void set_power(std::uint64_t power_uw);
-    // Throws std::out_of_range for a chiplet index >= chiplet count.
-    void set_chiplet(unsigned index, const ChipletTelemetry& values);
+    // Throws std::out_of_range for a chiplet index >= chiplet count.  The
+    // busy time is set too unless `with_busy` is false.
+    void set_chiplet(unsigned index, const ChipletTelemetry& values, bool with_busy = true);
     void set_no_response(bool on);
     // The firmware "crashes": FAULT with `code` (non-zero) and `reason`.
     void inject_fw_fault(std::uint32_t code, std::string_view reason);
+    // Command-ring faults of a chiplet (std::out_of_range for a bad index).
+    // hang: the ring takes no job and writes no completion until RING_STOP,
+    // RESET_CHIPLET, a card reset or clear_ring_faults().  dma_error: the
+    // next COPY, COPY_STRIDED or FILL of the ring fails its job with
+    // DMA_ERROR.  corrupt_cpl: the next job the ring takes does not run and
+    // its completion has seqno ~seqno and status 0xffff.
+    void inject_hang(unsigned chiplet);
+    void inject_dma_error(unsigned chiplet);
+    void inject_corrupt_cpl(unsigned chiplet);
+    void clear_ring_faults();
 
     static const char* state_name(std::uint32_t state);
 
@@ -169,13 +214,27 @@ private:
     Outcome vm_unbind(const rbln_fw_admin_req& req);
     Outcome tlb_invalidate(const rbln_fw_admin_req& req);
     Outcome debug_access(const rbln_fw_admin_req& req);
+    Outcome ring_setup(const rbln_fw_admin_req& req);
+    Outcome ring_stop(const rbln_fw_admin_req& req);
+    // RING_STOP semantics (ABORTED completions) or silently; clears the hang.
+    void stop_ring(unsigned chiplet, CommandProcessor::StopMode mode);
+    void stop_rings(CommandProcessor::StopMode mode);
+    void kick_rings();
+
+    // RingHost (ring threads).
+    [[nodiscard]] std::uint64_t card_time_ns() const override { return card_time(); }
+    void ring_mmu_fault(unsigned ring, std::uint32_t asid, const MmuFault& fault) override;
+    void ring_irq() override;
+    void ring_bad_tail(unsigned ring, std::uint32_t tail) override;
+    [[nodiscard]] bool ring_frozen() const override { return no_response_.load(); }
     // An MMU fault of the debug access: the event, before the completion.
     void report_mmu_fault(std::uint32_t asid, const MmuFault& fault, std::uint64_t source,
                           std::uint32_t chiplet);
     void post_event(std::uint16_t type, std::uint32_t code, std::uint32_t chiplet,
                     std::span<const std::uint64_t> data);
     bool write_record(ProducerRing& ring, std::uint32_t consumer_head, const void* rec);
-    void flush_irqs();
+    void flush_irqs();           // any thread
+    void raise(unsigned vector); // any thread
     [[nodiscard]] std::uint64_t now_ns() const;
 
     // Host-written control-block fields are read with acquire, card-written
@@ -200,12 +259,22 @@ private:
     std::string fault_reason_;
     std::uint64_t heartbeat_ = 0;
     std::uint32_t acked_gen_ = 0;
-    std::uint32_t pending_irqs_ = 0;
-    bool no_response_ = false;
+    std::atomic<std::uint32_t> pending_irqs_{0};
+    std::atomic<bool> no_response_{false};
     std::optional<Rings> rings_;
     Telemetry telemetry_;
     CardStats stats_;
+    // Written from ring threads too.
+    std::mutex event_mu_; // the event ring: its tail, phase and seq
+    std::atomic<std::uint64_t> events_{0};
+    std::atomic<std::uint64_t> events_dropped_{0};
+    std::atomic<std::uint64_t> irqs_{0};
     Mmu mmu_;
+    // The command rings: one processor per chiplet that has a ring.
+    SignalHub hub_;
+    RingCounters ring_counters_;
+    std::array<ChipletEngine, RBLN_FW_MAX_CHIPLETS> engines_;
+    std::array<std::unique_ptr<CommandProcessor>, RBLN_FW_MAX_CHIPLETS> procs_;
 };
 
 } // namespace rbln::emu

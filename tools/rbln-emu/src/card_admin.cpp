@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The admin ring: reading requests, validating them, answering them.
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 #include <cstring>
 
@@ -98,6 +99,10 @@ const char* opcode_name(std::uint16_t op) {
         return "TLB_INVALIDATE";
     case RBLN_FW_OP_DEBUG_ACCESS:
         return "DEBUG_ACCESS";
+    case RBLN_FW_OP_RING_SETUP:
+        return "RING_SETUP";
+    case RBLN_FW_OP_RING_STOP:
+        return "RING_STOP";
     default:
         return "unknown";
     }
@@ -224,7 +229,7 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
             t.chiplet[i].temp_mc = c.temp_mc;
             t.chiplet[i].clock_mhz = c.clock_mhz;
             t.chiplet[i].mem_clock_mhz = c.mem_clock_mhz;
-            t.chiplet[i].busy_ns = c.busy_ns;
+            t.chiplet[i].busy_ns = engines_.at(i).busy_ns.load();
             // The card figure is its hottest sensor (firmware-iface).
             t.temp_mc = std::max(t.temp_mc, c.temp_mc);
         }
@@ -238,6 +243,9 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
         if (req.args[0] >= id_.layout.chiplets)
             return reject({RBLN_FW_ST_BAD_ARG, "chiplet index out of range"});
         stats_.chiplet_resets.at(req.args[0])++;
+        // Its command ring stops like RING_STOP (ABORTED for what it held)
+        // and is forgotten: the host sets it up again.
+        stop_ring(req.args[0], CommandProcessor::StopMode::abort_jobs);
         log_.info("chiplet %u reset", req.args[0]);
         out.reset_chiplet = req.args[0];
         return out;
@@ -249,6 +257,10 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
         return tlb_invalidate(req);
     case RBLN_FW_OP_DEBUG_ACCESS:
         return debug_access(req);
+    case RBLN_FW_OP_RING_SETUP:
+        return ring_setup(req);
+    case RBLN_FW_OP_RING_STOP:
+        return ring_stop(req);
     default:
         return reject({RBLN_FW_ST_BAD_OPCODE, "unknown opcode"});
     }
@@ -347,6 +359,56 @@ Card::Outcome Card::debug_access(const rbln_fw_admin_req& req) {
     }
     out.data_len = access == RBLN_FW_ACCESS_READ ? req.data_len : 0;
     return out;
+}
+
+Card::Outcome Card::ring_setup(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 8, 0, ram_))
+        return failed(rej->status, rej->why);
+    RingConfig cfg;
+    cfg.index = req.args[0];
+    cfg.entries = req.args[1];
+    cfg.jobs_addr = arg64(req, 2);
+    cfg.cpls_addr = arg64(req, 4);
+    cfg.ctrl_addr = arg64(req, 6);
+    if (id_.num_vectors < RBLN_FW_RING_VECTORS)
+        return failed(RBLN_FW_ST_BAD_ARG, "the card has fewer than 3 MSI-X vectors: no rings");
+    if (cfg.index >= id_.layout.chiplets)
+        return failed(RBLN_FW_ST_BAD_ARG, "ring index out of range");
+    if (!std::has_single_bit(cfg.entries) || cfg.entries < RBLN_FW_RING_MIN_ENTRIES ||
+        cfg.entries > RBLN_FW_RING_MAX_ENTRIES)
+        return failed(RBLN_FW_ST_BAD_ARG, "entries not a power of two in 4..4096");
+    if (cfg.jobs_addr % kRecordSize != 0 || cfg.cpls_addr % kRecordSize != 0 ||
+        cfg.ctrl_addr % kRecordSize != 0)
+        return failed(RBLN_FW_ST_BAD_ARG, "ring memory not 64-byte aligned");
+    const std::uint64_t bytes = std::uint64_t{cfg.entries} * kRecordSize;
+    if (!ram_.contains(cfg.jobs_addr, bytes) || !ram_.contains(cfg.cpls_addr, bytes) ||
+        !ram_.contains(cfg.ctrl_addr, sizeof(rbln_fw_ring_ctrl)))
+        return failed(RBLN_FW_ST_BAD_ADDRESS, "ring memory not in guest RAM");
+    auto overlap = [](std::uint64_t a, std::uint64_t alen, std::uint64_t b, std::uint64_t blen) {
+        return a < b + blen && b < a + alen;
+    };
+    if (overlap(cfg.jobs_addr, bytes, cfg.cpls_addr, bytes) ||
+        overlap(cfg.jobs_addr, bytes, cfg.ctrl_addr, sizeof(rbln_fw_ring_ctrl)) ||
+        overlap(cfg.cpls_addr, bytes, cfg.ctrl_addr, sizeof(rbln_fw_ring_ctrl)))
+        return failed(RBLN_FW_ST_BAD_ARG, "job ring, completion ring and ring control overlap");
+    // A ring that is set up is replaced: RING_STOP first.
+    stop_ring(cfg.index, CommandProcessor::StopMode::abort_jobs);
+    const RingDeps deps{*this, ram_, mmu_, log_, engines_.at(cfg.index), ring_counters_, hub_};
+    procs_.at(cfg.index) = std::make_unique<CommandProcessor>(deps, cfg);
+    log_.info("ring %u set up: %u entries, jobs 0x%" PRIx64 " completions 0x%" PRIx64
+              " control 0x%" PRIx64,
+              cfg.index, cfg.entries, cfg.jobs_addr, cfg.cpls_addr, cfg.ctrl_addr);
+    return {};
+}
+
+Card::Outcome Card::ring_stop(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 1, 0, ram_))
+        return failed(rej->status, rej->why);
+    if (req.args[0] >= id_.layout.chiplets)
+        return failed(RBLN_FW_ST_BAD_ARG, "ring index out of range");
+    // A ring that is not set up: nothing to stop (not an error).
+    stop_ring(req.args[0], CommandProcessor::StopMode::abort_jobs);
+    return {};
 }
 
 } // namespace rbln::emu

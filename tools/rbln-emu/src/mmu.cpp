@@ -6,6 +6,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <shared_mutex>
 
 namespace rbln::emu {
 
@@ -29,8 +30,84 @@ std::uint64_t load_entry(std::byte* table, std::uint64_t index) {
 
 } // namespace
 
+// --- the gate ---------------------------------------------------------------
+
+void SharedGate::lock_shared() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [this] { return !writer_ && writers_waiting_ == 0; });
+    readers_++;
+}
+
+void SharedGate::unlock_shared() {
+    const std::lock_guard<std::mutex> lk(mu_);
+    if (--readers_ == 0)
+        cv_.notify_all();
+}
+
+void SharedGate::lock() {
+    std::unique_lock<std::mutex> lk(mu_);
+    writers_waiting_++;
+    cv_.wait(lk, [this] { return !writer_ && readers_ == 0; });
+    writers_waiting_--;
+    writer_ = true;
+}
+
+void SharedGate::unlock() {
+    const std::lock_guard<std::mutex> lk(mu_);
+    writer_ = false;
+    cv_.notify_all();
+}
+
 Mmu::Mmu(GuestMemory& ram, std::span<std::byte> bar, const BarLayout& layout)
-    : ram_(ram), bar_(bar), layout_(layout), bindings_(RBLN_FW_MAX_ASID), tlb_(kTlbEntries) {}
+    : ram_(ram), bar_(bar), layout_(layout), bindings_(RBLN_FW_MAX_ASID),
+      own_(std::make_unique<Port>(*this)) {}
+
+Mmu::~Mmu() {
+    own_.reset(); // unregisters itself; engines' ports must be gone already
+}
+
+// --- ports ------------------------------------------------------------------
+
+Mmu::Port::Port(Mmu& mmu) : mmu_(mmu) {
+    const std::lock_guard<SharedGate> g(mmu_.gate_);
+    mmu_.ports_.push_back(this);
+}
+
+Mmu::Port::~Port() {
+    const std::lock_guard<SharedGate> g(mmu_.gate_);
+    std::erase(mmu_.ports_, this);
+    mmu_.retired_hits_ += hits_.load();
+    mmu_.retired_misses_ += misses_.load();
+    mmu_.retired_faults_ += faults_.load();
+}
+
+Mmu::Hold::Hold(Port& port) : port_(port) {
+    port_.mmu_.gate_.lock_shared();
+}
+
+Mmu::Hold::~Hold() {
+    port_.mmu_.gate_.unlock_shared();
+}
+
+std::optional<MmuFault> Mmu::Hold::translate_into(std::uint32_t asid, std::uint64_t va,
+                                                  std::uint64_t len, Access access,
+                                                  std::vector<HostSpan>& spans) {
+    return port_.mmu_.translate_locked(port_, asid, va, len, access, spans);
+}
+
+std::optional<MmuFault> Mmu::Hold::translate_dma_into(std::uint64_t addr, std::uint64_t len,
+                                                      Access access, std::vector<HostSpan>& spans) {
+    spans.clear();
+    if (len == 0)
+        return std::nullopt;
+    std::byte* p = port_.mmu_.ram_.translate(addr, len);
+    if (p == nullptr) {
+        port_.faults_.fetch_add(1, std::memory_order_relaxed);
+        return MmuFault{RBLN_FW_MMU_BAD_ADDRESS, addr, access};
+    }
+    spans.emplace_back(p, len);
+    return std::nullopt;
+}
 
 // --- bindings ---------------------------------------------------------------
 
@@ -40,38 +117,81 @@ bool Mmu::bind(std::uint32_t asid, std::uint64_t root) {
     std::byte* host = ram_.translate(root, kTableBytes);
     if (host == nullptr)
         return false;
+    const std::lock_guard<SharedGate> g(gate_);
     Binding& b = bindings_[asid];
     if (b.root == nullptr)
         bound_count_++;
     b.root = host;
     b.root_gpa = root;
-    drop_asid(asid);
+    drop_asid_everywhere(asid);
     return true;
 }
 
 bool Mmu::unbind(std::uint32_t asid) {
-    if (!bound(asid))
+    const std::lock_guard<SharedGate> g(gate_);
+    if (asid >= bindings_.size() || bindings_[asid].root == nullptr)
         return false;
     bindings_[asid] = Binding{};
     bound_count_--;
-    drop_asid(asid);
+    drop_asid_everywhere(asid);
     return true;
 }
 
 bool Mmu::bound(std::uint32_t asid) const {
+    const std::shared_lock<SharedGate> g(gate_);
     return asid < bindings_.size() && bindings_[asid].root != nullptr;
 }
 
 std::optional<std::uint64_t> Mmu::root(std::uint32_t asid) const {
-    if (!bound(asid))
+    const std::shared_lock<SharedGate> g(gate_);
+    if (asid >= bindings_.size() || bindings_[asid].root == nullptr)
         return std::nullopt;
     return bindings_[asid].root_gpa;
 }
 
 void Mmu::reset() {
+    const std::lock_guard<SharedGate> g(gate_);
     std::fill(bindings_.begin(), bindings_.end(), Binding{});
     bound_count_ = 0;
-    std::fill(tlb_.begin(), tlb_.end(), TlbEntry{});
+    for (Port* p : ports_)
+        p->tlb_.clear();
+}
+
+void Mmu::drop_asid_everywhere(std::uint32_t asid) {
+    for (Port* p : ports_)
+        p->tlb_.drop_asid(asid);
+}
+
+void Mmu::invalidate(std::uint32_t asid, std::uint64_t va, std::uint64_t size) {
+    const std::lock_guard<SharedGate> g(gate_);
+    invalidations_.fetch_add(1, std::memory_order_relaxed);
+    for (Port* p : ports_) {
+        if (size == 0)
+            p->tlb_.drop_asid(asid);
+        else
+            p->tlb_.drop_range(asid, va, size);
+    }
+}
+
+MmuStats Mmu::stats() const {
+    const std::shared_lock<SharedGate> g(gate_);
+    MmuStats s;
+    s.faults = retired_faults_.load();
+    s.tlb_hits = retired_hits_.load();
+    s.tlb_misses = retired_misses_.load();
+    for (const Port* p : ports_) {
+        s.faults += p->faults_.load(std::memory_order_relaxed);
+        s.tlb_hits += p->hits_.load(std::memory_order_relaxed);
+        s.tlb_misses += p->misses_.load(std::memory_order_relaxed);
+    }
+    s.tlb_invalidations = invalidations_.load();
+    return s;
+}
+
+std::size_t Mmu::tlb_size() const {
+    const std::lock_guard<std::mutex> own(own_mu_);
+    const std::shared_lock<SharedGate> g(gate_);
+    return own_->tlb_.size();
 }
 
 // --- TLB --------------------------------------------------------------------
@@ -100,37 +220,32 @@ std::size_t Mmu::slot_of(std::uint32_t asid, Kind kind, std::uint64_t vpn) {
     return static_cast<std::size_t>(h & (kTlbEntries - 1));
 }
 
-const Mmu::TlbEntry* Mmu::lookup(std::uint32_t asid, Kind kind, std::uint64_t va) const {
+const Mmu::TlbEntry* Mmu::Tlb::lookup(std::uint32_t asid, Kind kind, std::uint64_t va) const {
     const std::uint64_t vpn = va >> shift_of(kind);
-    const TlbEntry& e = tlb_[slot_of(asid, kind, vpn)];
+    const TlbEntry& e = entries_[slot_of(asid, kind, vpn)];
     if (e.kind == kind && e.asid == asid && e.vpn == vpn)
         return &e;
     return nullptr;
 }
 
 // Direct mapped: a new entry evicts whatever shared its slot.
-void Mmu::insert(std::uint32_t asid, Kind kind, std::uint64_t va, std::byte* host,
-                 std::uint8_t perms) {
+void Mmu::Tlb::insert(std::uint32_t asid, Kind kind, std::uint64_t va, std::byte* host,
+                      std::uint8_t perms) {
     const std::uint64_t vpn = va >> shift_of(kind);
-    tlb_[slot_of(asid, kind, vpn)] =
+    entries_[slot_of(asid, kind, vpn)] =
         TlbEntry{vpn, host, static_cast<std::uint16_t>(asid), kind, perms};
 }
 
-void Mmu::drop_asid(std::uint32_t asid) {
-    for (TlbEntry& e : tlb_) {
+void Mmu::Tlb::drop_asid(std::uint32_t asid) {
+    for (TlbEntry& e : entries_) {
         if (e.kind != Kind::empty && e.asid == asid)
             e = TlbEntry{};
     }
 }
 
-void Mmu::invalidate(std::uint32_t asid, std::uint64_t va, std::uint64_t size) {
-    stats_.tlb_invalidations++;
-    if (size == 0) {
-        drop_asid(asid);
-        return;
-    }
+void Mmu::Tlb::drop_range(std::uint32_t asid, std::uint64_t va, std::uint64_t size) {
     const std::uint64_t last = size - 1 > ~va ? ~0ULL : va + (size - 1); // inclusive, saturated
-    for (TlbEntry& e : tlb_) {
+    for (TlbEntry& e : entries_) {
         if (e.kind == Kind::empty || e.asid != asid)
             continue;
         const unsigned shift = shift_of(e.kind);
@@ -141,9 +256,13 @@ void Mmu::invalidate(std::uint32_t asid, std::uint64_t va, std::uint64_t size) {
     }
 }
 
-std::size_t Mmu::tlb_size() const {
+void Mmu::Tlb::clear() {
+    std::fill(entries_.begin(), entries_.end(), TlbEntry{});
+}
+
+std::size_t Mmu::Tlb::size() const {
     return static_cast<std::size_t>(std::count_if(
-        tlb_.begin(), tlb_.end(), [](const TlbEntry& e) { return e.kind != Kind::empty; }));
+        entries_.begin(), entries_.end(), [](const TlbEntry& e) { return e.kind != Kind::empty; }));
 }
 
 // --- walk -------------------------------------------------------------------
@@ -164,30 +283,31 @@ std::byte* Mmu::local_page(std::uint64_t addr, std::uint64_t size) const {
     return nullptr;
 }
 
-std::variant<Mmu::Page, std::uint32_t> Mmu::page_of(std::uint32_t asid, std::uint64_t va) {
-    if (const TlbEntry* e = lookup(asid, Kind::page4k, va)) {
-        stats_.tlb_hits++;
+std::variant<Mmu::Page, std::uint32_t> Mmu::page_of(Port& port, std::uint32_t asid,
+                                                    std::uint64_t va) {
+    if (const TlbEntry* e = port.tlb_.lookup(asid, Kind::page4k, va)) {
+        port.hits_.fetch_add(1, std::memory_order_relaxed);
         return Page{e->host, RBLN_FW_PAGE_SIZE, e->perms};
     }
-    if (const TlbEntry* e = lookup(asid, Kind::page2m, va)) {
-        stats_.tlb_hits++;
+    if (const TlbEntry* e = port.tlb_.lookup(asid, Kind::page2m, va)) {
+        port.hits_.fetch_add(1, std::memory_order_relaxed);
         return Page{e->host, RBLN_FW_HUGE_SIZE, e->perms};
     }
-    stats_.tlb_misses++;
-    return walk(asid, va);
+    port.misses_.fetch_add(1, std::memory_order_relaxed);
+    return walk(port.tlb_, asid, va);
 }
 
-std::variant<Mmu::Page, std::uint32_t> Mmu::walk(std::uint32_t asid, std::uint64_t va) {
+std::variant<Mmu::Page, std::uint32_t> Mmu::walk(Tlb& tlb, std::uint32_t asid, std::uint64_t va) {
     // Start at the deepest table the TLB knows.
     std::byte* table = bindings_[asid].root;
     int level = RBLN_FW_PT_LEVELS - 1;
-    if (const TlbEntry* e = lookup(asid, Kind::table0, va)) {
+    if (const TlbEntry* e = tlb.lookup(asid, Kind::table0, va)) {
         table = e->host;
         level = 0;
-    } else if (const TlbEntry* e1 = lookup(asid, Kind::table1, va)) {
+    } else if (const TlbEntry* e1 = tlb.lookup(asid, Kind::table1, va)) {
         table = e1->host;
         level = 1;
-    } else if (const TlbEntry* e2 = lookup(asid, Kind::table2, va)) {
+    } else if (const TlbEntry* e2 = tlb.lookup(asid, Kind::table2, va)) {
         table = e2->host;
         level = 2;
     }
@@ -209,7 +329,7 @@ std::variant<Mmu::Page, std::uint32_t> Mmu::walk(std::uint32_t asid, std::uint64
                 return std::uint32_t{RBLN_FW_MMU_BAD_ADDRESS};
             // The entry at level L points at the level L-1 table.
             const Kind kind = level == 3 ? Kind::table2 : level == 2 ? Kind::table1 : Kind::table0;
-            insert(asid, kind, va, next, 0);
+            tlb.insert(asid, kind, va, next, 0);
             table = next;
             continue;
         }
@@ -223,24 +343,25 @@ std::variant<Mmu::Page, std::uint32_t> Mmu::walk(std::uint32_t asid, std::uint64
         if (host == nullptr)
             return std::uint32_t{RBLN_FW_MMU_BAD_ADDRESS};
         const auto perms = static_cast<std::uint8_t>(pte & kPermBits);
-        insert(asid, level == 0 ? Kind::page4k : Kind::page2m, va, host, perms);
+        tlb.insert(asid, level == 0 ? Kind::page4k : Kind::page2m, va, host, perms);
         return Page{host, size, perms};
     }
 }
 
 // --- translation ------------------------------------------------------------
 
-std::optional<MmuFault> Mmu::translate_into(std::uint32_t asid, std::uint64_t va, std::uint64_t len,
-                                            Access access, std::vector<HostSpan>& spans) {
+std::optional<MmuFault> Mmu::translate_locked(Port& port, std::uint32_t asid, std::uint64_t va,
+                                              std::uint64_t len, Access access,
+                                              std::vector<HostSpan>& spans) {
     spans.clear();
     auto fault = [&](std::uint32_t reason, std::uint64_t at) {
-        stats_.faults++;
+        port.faults_.fetch_add(1, std::memory_order_relaxed);
         spans.clear();
         return MmuFault{reason, at, access};
     };
     if (len == 0)
         return std::nullopt;
-    if (!bound(asid))
+    if (asid >= bindings_.size() || bindings_[asid].root == nullptr)
         return fault(RBLN_FW_MMU_NO_VM, va);
     const std::uint8_t need = access == Access::write ? RBLN_FW_PTE_WRITE : RBLN_FW_PTE_READ;
     const std::uint32_t denied =
@@ -251,7 +372,7 @@ std::optional<MmuFault> Mmu::translate_into(std::uint32_t asid, std::uint64_t va
     while (left > 0) {
         if (cur >= kVaLimit)
             return fault(RBLN_FW_MMU_BAD_VA, cur);
-        const auto found = page_of(asid, cur);
+        const auto found = page_of(port, asid, cur);
         if (const auto* reason = std::get_if<std::uint32_t>(&found))
             return fault(*reason, cur);
         const Page& page = std::get<Page>(found);
@@ -270,6 +391,13 @@ std::optional<MmuFault> Mmu::translate_into(std::uint32_t asid, std::uint64_t va
     return std::nullopt;
 }
 
+std::optional<MmuFault> Mmu::translate_into(std::uint32_t asid, std::uint64_t va, std::uint64_t len,
+                                            Access access, std::vector<HostSpan>& spans) {
+    const std::lock_guard<std::mutex> own(own_mu_);
+    const std::shared_lock<SharedGate> g(gate_);
+    return translate_locked(*own_, asid, va, len, access, spans);
+}
+
 Translation Mmu::translate(std::uint32_t asid, std::uint64_t va, std::uint64_t len, Access access) {
     std::vector<HostSpan> spans;
     if (auto f = translate_into(asid, va, len, access, spans))
@@ -279,7 +407,9 @@ Translation Mmu::translate(std::uint32_t asid, std::uint64_t va, std::uint64_t l
 
 std::optional<MmuFault> Mmu::read(std::uint32_t asid, std::uint64_t va, void* dst,
                                   std::size_t len) {
-    if (auto f = translate_into(asid, va, len, Access::read, scratch_))
+    const std::lock_guard<std::mutex> own(own_mu_);
+    const std::shared_lock<SharedGate> g(gate_);
+    if (auto f = translate_locked(*own_, asid, va, len, Access::read, scratch_))
         return f;
     auto* out = static_cast<std::byte*>(dst);
     for (const HostSpan& s : scratch_) {
@@ -291,7 +421,9 @@ std::optional<MmuFault> Mmu::read(std::uint32_t asid, std::uint64_t va, void* ds
 
 std::optional<MmuFault> Mmu::write(std::uint32_t asid, std::uint64_t va, const void* src,
                                    std::size_t len) {
-    if (auto f = translate_into(asid, va, len, Access::write, scratch_))
+    const std::lock_guard<std::mutex> own(own_mu_);
+    const std::shared_lock<SharedGate> g(gate_);
+    if (auto f = translate_locked(*own_, asid, va, len, Access::write, scratch_))
         return f;
     const auto* in = static_cast<const std::byte*>(src);
     for (const HostSpan& s : scratch_) {

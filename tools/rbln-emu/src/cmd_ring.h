@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+// A chiplet's command processor (rbln_fw_cmd.md): one thread per command
+// ring that takes the ring's jobs in order, runs their packets in order
+// through the MMU (DMA engine, built-in kernels, fences, timestamps) and
+// writes one completion record per job.
+//
+// The processor knows the card only through RingHost (card time, events,
+// interrupts) and shares with the card: the MMU (its own Mmu::Port), the
+// chiplet's injected faults and busy time (ChipletEngine), counters, and
+// the SignalHub that wakes WAITs when a SIGNAL or a doorbell may have
+// changed memory.  The card's thread (the event loop) creates, kicks and
+// stops processors; stop() returns only once the thread is gone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine.h"
+#include "guest_memory.h"
+#include "log.h"
+#include "mmu.h"
+#include "rbln_fw_cmd.h"
+
+namespace rbln::emu {
+
+// A ring's memory, accepted by RING_SETUP (host RAM, validated).
+struct RingConfig {
+    unsigned index = 0;
+    std::uint32_t entries = 0;
+    std::uint64_t jobs_addr = 0;
+    std::uint64_t cpls_addr = 0;
+    std::uint64_t ctrl_addr = 0;
+};
+
+// What outlives a chiplet's ring: injected faults and its busy time.
+struct ChipletEngine {
+    std::atomic<bool> hang{false};        // take no job, write no completion
+    std::atomic<bool> dma_error{false};   // the next DMA packet fails
+    std::atomic<bool> corrupt_cpl{false}; // the next completion is garbage
+    std::atomic<std::uint64_t> busy_ns{0};
+};
+
+// Card-wide counters of every ring.
+struct RingCounters {
+    std::atomic<std::uint64_t> jobs{0};         // completion records written
+    std::atomic<std::uint64_t> jobs_failed{0};  // ... with an error but ABORTED
+    std::atomic<std::uint64_t> jobs_aborted{0}; // ... with ABORTED
+    std::atomic<std::uint64_t> packets{0};      // packets run (good and bad)
+    std::atomic<std::uint64_t> dma_bytes{0};    // bytes COPY/COPY_STRIDED/FILL moved
+    std::atomic<std::uint64_t> cpl_stalls{0};   // times a completion ring was full
+    std::atomic<std::uint64_t> cpls_dropped{0}; // ABORTED records that found no room
+    std::atomic<std::uint64_t> bad_tails{0};    // job_tail >= entries seen
+    std::atomic<std::uint64_t> hangs{0};        // injected hangs that held a ring
+    std::atomic<std::uint64_t> dma_errors{0};   // injected DMA errors consumed
+    std::atomic<std::uint64_t> corrupt_cpls{0}; // injected corruptions consumed
+};
+
+// Wakes waiters when memory a WAIT watches may have changed.
+class SignalHub {
+public:
+    void notify();
+    [[nodiscard]] std::uint64_t generation();
+    // Until the generation differs from `seen`, `stop` is true, or `d` passed.
+    template <typename Stop> void wait(std::uint64_t seen, std::chrono::nanoseconds d, Stop stop) {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait_for(lk, d, [&] { return gen_ != seen || stop(); });
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::uint64_t gen_ = 0;
+};
+
+// The card, as its command processors see it.  Called from ring threads.
+class RingHost {
+public:
+    RingHost() = default;
+    virtual ~RingHost() = default;
+    RingHost(const RingHost&) = delete;
+    RingHost& operator=(const RingHost&) = delete;
+    RingHost(RingHost&&) = delete;
+    RingHost& operator=(RingHost&&) = delete;
+
+    // Card time (TIMESTAMP, start_ns/end_ns, telemetry and heartbeat).
+    [[nodiscard]] virtual std::uint64_t card_time_ns() const = 0;
+    // An access of the ring's job faulted: the MMU_FAULT event.
+    virtual void ring_mmu_fault(unsigned ring, std::uint32_t asid, const MmuFault& fault) = 0;
+    // RBLN_FW_IRQ_RING.
+    virtual void ring_irq() = 0;
+    // The host wrote a job_tail >= entries (reported once per value).
+    virtual void ring_bad_tail(unsigned ring, std::uint32_t tail) = 0;
+    // The firmware hangs (no-response): take no job, write no completion.
+    [[nodiscard]] virtual bool ring_frozen() const = 0;
+};
+
+struct RingDeps {
+    RingHost& host;
+    GuestMemory& ram;
+    Mmu& mmu;
+    Logger& log;
+    ChipletEngine& chiplet;
+    RingCounters& counters;
+    SignalHub& hub;
+};
+
+class CommandProcessor {
+public:
+    enum class StopMode {
+        abort_jobs, // RING_STOP: the running job and the queued ones complete ABORTED
+        silent,     // card reset, new handshake, firmware fault: write nothing more
+    };
+
+    // `cfg` is validated (host RAM, aligned).  Writes the card's fields of
+    // the ring control (job_head, done_seqno, busy_ns = 0), then starts.
+    CommandProcessor(const RingDeps& deps, const RingConfig& cfg);
+    ~CommandProcessor(); // stop(silent)
+    CommandProcessor(const CommandProcessor&) = delete;
+    CommandProcessor& operator=(const CommandProcessor&) = delete;
+    CommandProcessor(CommandProcessor&&) = delete;
+    CommandProcessor& operator=(CommandProcessor&&) = delete;
+
+    // Look again: the doorbell, the tick, a fault cleared.
+    void kick();
+    // Stops the thread (interrupting a WAIT or a long packet) and joins it.
+    void stop(StopMode mode);
+    [[nodiscard]] const RingConfig& config() const { return cfg_; }
+
+private:
+    struct Job {
+        rbln_fw_job desc{};
+        std::uint64_t start_ns = 0;
+    };
+    struct Outcome {
+        PacketResult result;
+        std::uint32_t packet_offset = 0;
+    };
+    class Memory;
+
+    void run();
+    // Waits until neither hung nor frozen; false when stopped.
+    bool wait_runnable();
+    // Waits for a kick or `d`; false when stopped.
+    bool wait_kick(std::chrono::nanoseconds d);
+    [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_acquire); }
+    Outcome execute(const Job& job, Mmu::Port& port);
+    PacketResult packet(std::uint8_t op, std::uint8_t flags, std::uint32_t offset,
+                        std::uint32_t bytes, Memory& mem);
+    PacketResult wait_packet(const rbln_fw_pkt_wait& w, Memory& mem);
+    // false when stopped before the record could be written.
+    bool complete(const Job& job, const Outcome& out);
+    void write_record(const rbln_fw_job_cpl& cpl);
+    [[nodiscard]] bool cpl_room() const;
+    // The stop: ABORTED for `running` (if any) and every queued job.
+    void finish_stop(const Job* running);
+    void account_busy(std::uint64_t start_ns, std::uint64_t end_ns);
+
+    RingDeps deps_;
+    RingConfig cfg_;
+    std::byte* jobs_ = nullptr;
+    std::byte* cpls_ = nullptr;
+    rbln_fw_ring_ctrl* ctrl_ = nullptr;
+
+    // Thread state.
+    std::uint32_t head_ = 0;
+    std::uint32_t cpl_tail_ = 0;
+    std::uint16_t phase_ = 1;
+    std::uint64_t busy_ns_ = 0;
+    std::uint32_t reported_tail_ = 0; // a bad tail reported (0: none)
+    std::vector<std::byte> cmd_;      // the running job's command buffer
+    std::vector<HostSpan> spans_;
+    std::vector<HostSpan> spans2_;
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool kicked_ = false;
+    StopMode mode_ = StopMode::silent;
+    std::atomic<bool> stop_{false};
+    std::thread thread_; // last: starts once everything above exists
+};
+
+} // namespace rbln::emu

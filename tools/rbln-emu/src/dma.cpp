@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+// Copies and fills over host spans (dma.h).
+#include "dma.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <utility>
+
+namespace rbln::emu::dma {
+
+namespace {
+
+// Large pieces move in steps of this, with a look at `cancel` in between.
+constexpr std::size_t kStep = 16ULL << 20;
+
+using Range = std::pair<const std::byte*, const std::byte*>; // [first, end)
+
+std::vector<Range> sorted_ranges(const std::vector<HostSpan>& v) {
+    std::vector<Range> r;
+    r.reserve(v.size());
+    for (const HostSpan& s : v)
+        r.emplace_back(s.data(), s.data() + s.size());
+    std::sort(r.begin(), r.end());
+    return r;
+}
+
+bool cancelled(const Cancel* cancel) {
+    return cancel != nullptr && cancel->load(std::memory_order_relaxed);
+}
+
+// memmove in steps (the direction memmove itself would take), so a long
+// copy can be stopped.
+bool move(std::byte* dst, const std::byte* src, std::size_t n, const Cancel* cancel) {
+    if (n <= kStep || cancel == nullptr) {
+        std::memmove(dst, src, n);
+        return true;
+    }
+    const bool backwards = dst > src && dst < src + n;
+    for (std::size_t done = 0; done < n; done += kStep) {
+        if (cancelled(cancel))
+            return false;
+        const std::size_t c = std::min(kStep, n - done);
+        if (backwards)
+            std::memmove(dst + (n - done - c), src + (n - done - c), c);
+        else
+            std::memmove(dst + done, src + done, c);
+    }
+    return true;
+}
+
+// A piece contiguous on both sides.
+struct Segment {
+    std::byte* dst;
+    const std::byte* src;
+    std::size_t n;
+};
+
+std::vector<Segment> segments(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src) {
+    std::vector<Segment> out;
+    out.reserve(std::max(dst.size(), src.size()));
+    std::size_t i = 0;
+    std::size_t j = 0;
+    std::size_t di = 0; // bytes used of dst[i]
+    std::size_t sj = 0; // bytes used of src[j]
+    while (i < dst.size() && j < src.size()) {
+        const std::size_t n = std::min(dst[i].size() - di, src[j].size() - sj);
+        if (n > 0)
+            out.push_back({dst[i].data() + di, src[j].data() + sj, n});
+        di += n;
+        sj += n;
+        if (di == dst[i].size()) {
+            i++;
+            di = 0;
+        }
+        if (sj == src[j].size()) {
+            j++;
+            sj = 0;
+        }
+    }
+    return out;
+}
+
+// A union of ranges, kept disjoint: first -> end.
+class RangeSet {
+public:
+    [[nodiscard]] bool hits(const std::byte* first, const std::byte* end) const {
+        auto it = set_.upper_bound(first);
+        if (it != set_.begin() && std::prev(it)->second > first)
+            return true;
+        return it != set_.end() && it->first < end;
+    }
+    void add(const std::byte* first, const std::byte* end) {
+        auto it = set_.upper_bound(first);
+        if (it != set_.begin() && std::prev(it)->second >= first) {
+            --it;
+            first = it->first;
+            end = std::max(end, it->second);
+            it = set_.erase(it);
+        }
+        while (it != set_.end() && it->first <= end) {
+            end = std::max(end, it->second);
+            it = set_.erase(it);
+        }
+        set_.emplace(first, end);
+    }
+
+private:
+    std::map<const std::byte*, const std::byte*> set_;
+};
+
+// Moving the segments one by one in this order is memmove of the whole iff
+// no segment's source was written by a segment moved before it.
+template <typename It> bool order_works(It first, It last) {
+    RangeSet written;
+    for (It s = first; s != last; ++s) {
+        if (written.hits(s->src, s->src + s->n))
+            return false;
+        written.add(s->dst, s->dst + s->n);
+    }
+    return true;
+}
+
+} // namespace
+
+bool overlap(const std::vector<HostSpan>& a, const std::vector<HostSpan>& b) {
+    const std::vector<Range> x = sorted_ranges(a);
+    const std::vector<Range> y = sorted_ranges(b);
+    std::size_t i = 0;
+    std::size_t j = 0;
+    while (i < x.size() && j < y.size()) {
+        if (x[i].first < y[j].second && y[j].first < x[i].second)
+            return true;
+        if (x[i].second <= y[j].second)
+            i++;
+        else
+            j++;
+    }
+    return false;
+}
+
+bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
+          const Cancel* cancel) {
+    if (dst.size() == 1 && src.size() == 1)
+        return move(dst[0].data(), src[0].data(), std::min(dst[0].size(), src[0].size()), cancel);
+    const std::vector<Segment> segs = segments(dst, src);
+    std::size_t since_check = 0;
+    auto run = [&](const Segment& s) {
+        if (since_check >= kStep) {
+            since_check = 0;
+            if (cancelled(cancel))
+                return false;
+        }
+        since_check += s.n;
+        return move(s.dst, s.src, s.n, cancel);
+    };
+    if (!overlap(dst, src) || order_works(segs.begin(), segs.end())) {
+        for (const Segment& s : segs) {
+            if (!run(s))
+                return false;
+        }
+        return true;
+    }
+    if (order_works(segs.rbegin(), segs.rend())) {
+        for (auto s = segs.rbegin(); s != segs.rend(); ++s) {
+            if (!run(*s))
+                return false;
+        }
+        return true;
+    }
+    // The pieces alias in both directions: through a snapshot.
+    std::size_t total = 0;
+    for (const Segment& s : segs)
+        total += s.n;
+    std::vector<std::byte> snapshot(total);
+    std::size_t at = 0;
+    for (const Segment& s : segs) {
+        std::memcpy(snapshot.data() + at, s.src, s.n);
+        at += s.n;
+    }
+    if (cancelled(cancel))
+        return false;
+    at = 0;
+    for (const Segment& s : segs) {
+        std::memcpy(s.dst, snapshot.data() + at, s.n);
+        at += s.n;
+    }
+    return true;
+}
+
+bool fill(const std::vector<HostSpan>& dst, std::uint64_t pattern, unsigned pattern_bytes,
+          const Cancel* cancel) {
+    constexpr std::size_t kBlock = 4096; // a multiple of every pattern size
+    std::array<std::byte, kBlock + 8> block{};
+    for (std::size_t i = 0; i < block.size(); i++)
+        block.at(i) = static_cast<std::byte>(pattern >> (8 * (i % pattern_bytes)));
+    std::uint64_t pos = 0; // bytes filled so far: the pattern phase
+    std::size_t since_check = 0;
+    for (const HostSpan& s : dst) {
+        if (pattern_bytes == 1) {
+            std::memset(s.data(), static_cast<int>(pattern & 0xffU), s.size());
+        } else {
+            std::size_t done = 0;
+            while (done < s.size()) {
+                const std::size_t phase = (pos + done) % pattern_bytes;
+                const std::size_t n = std::min(kBlock, s.size() - done);
+                std::memcpy(s.data() + done, block.data() + phase, n);
+                done += n;
+                since_check += n;
+                if (since_check >= kStep) {
+                    since_check = 0;
+                    if (cancelled(cancel))
+                        return false;
+                }
+            }
+        }
+        pos += s.size();
+    }
+    return true;
+}
+
+} // namespace rbln::emu::dma

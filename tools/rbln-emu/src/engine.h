@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+// What the engines of a command processor (DMA, built-in kernels) share:
+// the memory of the running job and the outcome of a packet.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "mmu.h"
+#include "rbln_fw_cmd.h"
+
+namespace rbln::emu {
+
+// The memory a job may touch: device VAs of its ASID through the MMU (host
+// DMA addresses for a kernel job).  Spans stay valid for the packet.
+class JobMemory {
+public:
+    JobMemory() = default;
+    virtual ~JobMemory() = default;
+    JobMemory(const JobMemory&) = delete;
+    JobMemory& operator=(const JobMemory&) = delete;
+    JobMemory(JobMemory&&) = delete;
+    JobMemory& operator=(JobMemory&&) = delete;
+
+    // As Mmu::translate_into: the host memory of [va, va + len) in VA
+    // order, or the fault.
+    virtual std::optional<MmuFault> translate(std::uint64_t va, std::uint64_t len, Access access,
+                                              std::vector<HostSpan>& spans) = 0;
+};
+
+// How a packet ended.
+struct PacketResult {
+    std::uint16_t status = RBLN_FW_JOB_OK; // RBLN_FW_JOB_*
+    std::optional<MmuFault> fault;         // status MMU_FAULT
+    const char* why = nullptr;             // for the log
+    bool cancelled = false;                // the ring was stopped meanwhile
+
+    static PacketResult ok() { return {}; }
+    static PacketResult bad(const char* why) { return {RBLN_FW_JOB_BAD_PACKET, {}, why, false}; }
+    static PacketResult mmu(const MmuFault& f) {
+        return {RBLN_FW_JOB_MMU_FAULT, f, nullptr, false};
+    }
+    static PacketResult stopped() { return {RBLN_FW_JOB_ABORTED, {}, "ring stopped", true}; }
+};
+
+// Set when the ring is stopped: long packets look at it now and then.
+using Cancel = std::atomic<bool>;
+
+} // namespace rbln::emu

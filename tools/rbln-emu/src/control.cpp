@@ -108,6 +108,28 @@ std::string status_reply(const Card& card) {
     r += " tlb_hits=" + std::to_string(s.tlb_hits);
     r += " tlb_misses=" + std::to_string(s.tlb_misses);
     r += " tlb_invalidations=" + std::to_string(s.tlb_invalidations);
+    // The command rings (firmware-iface 1.2).
+    r += " rings_up=" + std::to_string(s.rings_up);
+    r += " jobs=" + std::to_string(s.jobs);
+    r += " jobs_failed=" + std::to_string(s.jobs_failed);
+    r += " jobs_aborted=" + std::to_string(s.jobs_aborted);
+    r += " packets=" + std::to_string(s.packets);
+    r += " dma_bytes=" + std::to_string(s.dma_bytes);
+    r += " ring_cpl_stalls=" + std::to_string(s.ring_cpl_stalls);
+    r += " ring_cpls_dropped=" + std::to_string(s.ring_cpls_dropped);
+    r += " hung=" + std::to_string(s.hung);
+    r += " dma_error_armed=" + std::to_string(s.dma_error_armed);
+    r += " corrupt_cpl_armed=" + std::to_string(s.corrupt_cpl_armed);
+    r += " injected_hangs=" + std::to_string(s.injected_hangs);
+    r += " injected_dma_errors=" + std::to_string(s.injected_dma_errors);
+    r += " injected_corrupt_cpls=" + std::to_string(s.injected_corrupt_cpls);
+    r += " busy_ns=";
+    const Telemetry t = card.telemetry();
+    for (unsigned i = 0; i < id.layout.chiplets; i++) {
+        if (i != 0)
+            r += ',';
+        r += std::to_string(t.chiplet.at(i).busy_ns);
+    }
     return r;
 }
 
@@ -157,6 +179,7 @@ std::string cmd_set(Card& card, const CommandLine& cl) {
     if (kvs.size() == 1)
         throw CommandError("set chiplet=I: no values given");
     ChipletTelemetry t = card.telemetry().chiplet.at(index);
+    bool with_busy = false;
     for (const KeyValue& kv : kvs) {
         if (kv.key == "chiplet")
             continue;
@@ -166,13 +189,14 @@ std::string cmd_set(Card& card, const CommandLine& cl) {
             t.clock_mhz = number<std::uint32_t>(kv);
         else if (kv.key == "mem_clock_mhz")
             t.mem_clock_mhz = number<std::uint32_t>(kv);
-        else if (kv.key == "busy_ns")
+        else if (kv.key == "busy_ns") {
             t.busy_ns = number<std::uint64_t>(kv);
-        else
+            with_busy = true;
+        } else
             throw CommandError("set chiplet: unknown key " + shown(kv.key) +
                                " (temp_mc, clock_mhz, mem_clock_mhz, busy_ns)");
     }
-    card.set_chiplet(index, t);
+    card.set_chiplet(index, t, with_busy);
     return "ok";
 }
 
@@ -200,6 +224,37 @@ std::string fault_no_response(Card& card, const CommandLine& cl) {
 std::string fault_clear(Card& card, const CommandLine& cl) {
     no_args(cl, "fault clear");
     card.set_no_response(false);
+    card.clear_ring_faults();
+    return "ok";
+}
+
+// `fault <kind> chiplet=N`: the chiplet of a ring fault.
+unsigned fault_chiplet(const Card& card, const CommandLine& cl) {
+    const std::string what = "fault " + std::string(cl.words[1]);
+    if (cl.words.size() != 3)
+        throw CommandError("usage: " + what + " chiplet=N");
+    const KeyValue kv = split_kv(cl.words[2]);
+    if (kv.key != "chiplet")
+        throw CommandError(what + ": unknown key " + shown(kv.key) + " (chiplet)");
+    const auto index = number<std::uint32_t>(kv);
+    if (index >= card.identity().layout.chiplets)
+        throw CommandError("chiplet: " + std::to_string(index) + " out of range (card has " +
+                           std::to_string(card.identity().layout.chiplets) + ")");
+    return index;
+}
+
+std::string fault_hang(Card& card, const CommandLine& cl) {
+    card.inject_hang(fault_chiplet(card, cl));
+    return "ok";
+}
+
+std::string fault_dma_error(Card& card, const CommandLine& cl) {
+    card.inject_dma_error(fault_chiplet(card, cl));
+    return "ok";
+}
+
+std::string fault_corrupt_cpl(Card& card, const CommandLine& cl) {
+    card.inject_corrupt_cpl(fault_chiplet(card, cl));
     return "ok";
 }
 
@@ -254,11 +309,14 @@ std::string fault_fw_fault(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
-const std::array<FaultKind, 3>& faults() {
-    static const std::array<FaultKind, 3> kFaults{{
+const std::array<FaultKind, 6>& faults() {
+    static const std::array<FaultKind, 6> kFaults{{
         {"no-response", "fault no-response", fault_no_response},
         {"fw-fault", "fault fw-fault [code=N] [reason=TEXT...]", fault_fw_fault},
         {"clear", "fault clear", fault_clear},
+        {"hang", "fault hang chiplet=N", fault_hang},
+        {"dma-error", "fault dma-error chiplet=N", fault_dma_error},
+        {"corrupt-cpl", "fault corrupt-cpl chiplet=N", fault_corrupt_cpl},
     }};
     return kFaults;
 }
@@ -307,6 +365,19 @@ std::string cmd_help(Card& /*card*/, const CommandLine& /*cl*/) {
         r += kCommands.at(i).name;
     }
     r += " faults=" + fault_names();
+    // The arguments of the faults that take any, e.g. hang:chiplet=N.
+    r += " fault_args=";
+    bool first = true;
+    for (const FaultKind& f : faults()) {
+        const std::string prefix = "fault " + std::string(f.name);
+        if (f.usage.size() <= prefix.size())
+            continue;
+        std::string args(f.usage.substr(prefix.size() + 1));
+        std::replace(args.begin(), args.end(), ' ', ':');
+        r += first ? "" : ",";
+        r += std::string(f.name) + ":" + args;
+        first = false;
+    }
     r += " set_keys=temp_mc,power_uw,chiplet,clock_mhz,mem_clock_mhz,busy_ns";
     return r;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,6 +30,7 @@
 
 #include "net.h"
 #include "rbln_fw_admin.h"
+#include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
 #include "unique_fd.h"
 
@@ -373,6 +375,104 @@ TEST(EndToEnd, FakeQemuReceivesProtocolMapsBarAndDrivesTheCard) {
     EXPECT_FALSE(fs::exists(emu.control));
     EXPECT_FALSE(fs::exists(emu.ram)); // it created the RAM file, so it removed it
     EXPECT_NE(slurp(emu.log).find("rbln-emu[E2E-0001]: "), std::string::npos);
+}
+
+TEST(EndToEnd, CommandRingJobRunsOnItsThreadAndRaisesTheRingInterrupt) {
+    Emu emu({"--family", "atom", "--hbm-per-chiplet", "8M", "--vectors", "3"});
+    ASSERT_TRUE(emu.ready) << slurp(emu.log);
+    FakeQemu q(emu.socket, 3);
+    rbln_fw_ctrl& c = q.ctrl();
+    EXPECT_EQ(c.iface_minor, RBLN_FW_IFACE_MINOR);
+    const UniqueFd ramfd(::open(emu.ram.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_TRUE(ramfd.valid());
+    void* a = ::mmap(nullptr, 16ULL << 20, PROT_READ | PROT_WRITE, MAP_SHARED, ramfd.get(), 0);
+    ASSERT_NE(a, MAP_FAILED);
+    const Mapping ram(a, 16ULL << 20);
+    auto* r = ram.data();
+    constexpr std::uint64_t kSq = 0x100000, kCq = 0x101000, kEv = 0x102000;
+    constexpr std::uint64_t kJobs = 0x110000, kCpls = 0x111000, kCtrl = 0x112000;
+    constexpr std::uint64_t kCmd = 0x120000, kData = 0x130000;
+
+    c.ring_entries = 16;
+    c.admin_sq_addr = kSq;
+    c.admin_cq_addr = kCq;
+    c.event_ring_addr = kEv;
+    c.host_iface_major = 1;
+    c.host_iface_minor = RBLN_FW_IFACE_MINOR;
+    c.host_gen = 1;
+    c.host_ctrl = RBLN_FW_HOST_READY;
+    q.ring(RBLN_FW_DB_CTRL);
+    ASSERT_TRUE(q.wait_irq(RBLN_FW_IRQ_EVENT, 3)) << slurp(emu.log);
+
+    rbln_fw_admin_req req{};
+    req.opcode = RBLN_FW_OP_RING_SETUP;
+    req.seq = 1;
+    req.args[1] = 16;
+    req.args[2] = kJobs;
+    req.args[4] = kCpls;
+    req.args[6] = kCtrl;
+    std::memcpy(r + kSq, &req, sizeof(req));
+    c.admin_sq_tail = 1;
+    q.ring(RBLN_FW_DB_ADMIN);
+    ASSERT_TRUE(q.wait_irq(RBLN_FW_IRQ_ADMIN, 3)) << slurp(emu.log);
+    rbln_fw_admin_cpl acpl{};
+    std::memcpy(&acpl, r + kCq, sizeof(acpl));
+    ASSERT_EQ(acpl.status, RBLN_FW_ST_OK);
+
+    // A kernel job (DMA addresses): FILL 64 KiB, then SIGNAL.
+    rbln_fw_pkt_fill fill{};
+    fill.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_FILL, 0, sizeof(fill));
+    fill.pattern_bytes = 2;
+    fill.dst = kData;
+    fill.size = 64 * 1024;
+    fill.pattern = 0xbeef;
+    rbln_fw_pkt_signal sig{};
+    sig.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_SIGNAL, 0, sizeof(sig));
+    sig.va = kData + 0x20000;
+    sig.value = 42;
+    std::memcpy(r + kCmd, &fill, sizeof(fill));
+    std::memcpy(r + kCmd + sizeof(fill), &sig, sizeof(sig));
+    rbln_fw_job job{};
+    job.seqno = 1;
+    job.flags = RBLN_FW_JOB_IRQ;
+    job.cmd_addr = kCmd;
+    job.cmd_size = sizeof(fill) + sizeof(sig);
+    std::memcpy(r + kJobs, &job, sizeof(job));
+    auto* ctrl = reinterpret_cast<rbln_fw_ring_ctrl*>(r + kCtrl);
+    std::atomic_ref<std::uint32_t>(ctrl->job_tail).store(1, std::memory_order_release);
+    q.ring(RBLN_FW_DB_RING);
+    ASSERT_TRUE(q.wait_irq(RBLN_FW_IRQ_RING, 3)) << slurp(emu.log);
+    rbln_fw_job_cpl cpl{};
+    std::memcpy(&cpl, r + kCpls, sizeof(cpl));
+    EXPECT_EQ(cpl.flags & RBLN_FW_REC_PHASE, RBLN_FW_REC_PHASE);
+    EXPECT_EQ(cpl.seqno, 1U);
+    EXPECT_EQ(cpl.status, RBLN_FW_JOB_OK);
+    EXPECT_EQ(ctrl->done_seqno, 1U);
+    EXPECT_EQ(ctrl->job_head, 1U);
+    std::uint16_t w = 0;
+    std::memcpy(&w, r + kData + 0xfffe, 2);
+    EXPECT_EQ(w, 0xbeef);
+    std::uint64_t v = 0;
+    std::memcpy(&v, r + kData + 0x20000, 8);
+    EXPECT_EQ(v, 42U);
+
+    const auto st = ctl(emu.control, "status");
+    EXPECT_NE(st.out.find(" rings_up=1 jobs=1 "), std::string::npos) << st.out;
+    // A held job is interrupted by SIGTERM: the emulator exits cleanly.
+    rbln_fw_pkt_wait wt{};
+    wt.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_WAIT, 0, sizeof(wt));
+    wt.va = kData + 0x30000;
+    wt.value = 1;
+    std::memcpy(r + kCmd + 0x1000, &wt, sizeof(wt));
+    job.seqno = 2;
+    job.cmd_addr = kCmd + 0x1000;
+    job.cmd_size = sizeof(wt);
+    std::memcpy(r + kJobs + 64, &job, sizeof(job));
+    std::atomic_ref<std::uint32_t>(ctrl->job_tail).store(2, std::memory_order_release);
+    q.ring(RBLN_FW_DB_RING);
+    EXPECT_TRUE(wait_until([&] { return ctrl->job_head == 2; }, 2s));
+    emu.child->signal(SIGTERM);
+    EXPECT_EQ(emu.child->wait(5s), 0) << slurp(emu.log);
 }
 
 TEST(EndToEnd, ExitsCleanlyAndRemovesSocketsWhenQemuDisconnects) {

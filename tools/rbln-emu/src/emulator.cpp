@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "emulator.h"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -88,13 +89,14 @@ int run_emulator(const Options& opt, Logger& log) {
     Bar bar = make_bar(identity.layout.bar_size);
 
     // The card raises interrupts through the server, which is created
-    // after the card; the callback looks it up when it fires.
-    IvshmemServer* server = nullptr;
+    // after the card; the callback looks it up when it fires (also on the
+    // command rings' threads).
+    std::atomic<IvshmemServer*> server{nullptr};
     Card card(
         identity, std::span<std::byte>(bar.map.data(), bar.map.size()), ram,
         [&server](unsigned vector) {
-            if (server != nullptr)
-                server->raise_irq(vector);
+            if (IvshmemServer* s = server.load(std::memory_order_acquire))
+                s->raise_irq(vector);
         },
         log);
     if (opt.fault_no_response)
@@ -103,6 +105,21 @@ int run_emulator(const Options& opt, Logger& log) {
     EventLoop loop;
     IvshmemServer ivshmem(opt.socket_path, bar.fd.get(), opt.vectors, log);
     server = &ivshmem;
+    // However this ends, the ring threads stop before the transport they
+    // raise interrupts on goes away.
+    struct Detach {
+        Card& card;
+        std::atomic<IvshmemServer*>& server;
+        Detach(Card& c, std::atomic<IvshmemServer*>& s) : card(c), server(s) {}
+        Detach(const Detach&) = delete;
+        Detach& operator=(const Detach&) = delete;
+        Detach(Detach&&) = delete;
+        Detach& operator=(Detach&&) = delete;
+        ~Detach() {
+            card.shutdown();
+            server = nullptr;
+        }
+    } const detach(card, server);
     ControlInterface control(card);
     // Created only once the ivshmem socket listens: the VM runner starts
     // QEMU when the control socket appears.
@@ -162,7 +179,6 @@ int run_emulator(const Options& opt, Logger& log) {
 
     // Runs until QEMU leaves (after having come) or a signal.
     loop.run();
-    server = nullptr;
     return 0;
 }
 

@@ -47,6 +47,7 @@ bool IvshmemServer::serve(int fd) {
     }
     if (!set_nonblocking(fd, true))
         return false;
+    const std::lock_guard<std::mutex> lk(irq_mu_);
     irqs_ = std::move(irqs);
     return true;
 }
@@ -72,6 +73,7 @@ bool IvshmemServer::accept_client() {
 
 void IvshmemServer::drop_client() {
     client_.reset();
+    const std::lock_guard<std::mutex> lk(irq_mu_);
     irqs_.clear();
 }
 
@@ -82,6 +84,7 @@ bool IvshmemServer::consume_doorbell(unsigned vector) {
 }
 
 void IvshmemServer::raise_irq(unsigned vector) {
+    const std::lock_guard<std::mutex> lk(irq_mu_);
     if (vector >= irqs_.size())
         return;
     const std::uint64_t one = 1;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ public:
     bool consume_doorbell(unsigned vector);
 
     // Raises the client's MSI-X vector; dropped when no client is attached.
+    // Any thread (the command rings raise theirs).
     void raise_irq(unsigned vector);
 
 private:
@@ -52,6 +54,7 @@ private:
     unsigned vectors_;
     Logger& log_;
     std::vector<UniqueFd> doorbells_; // ours: the guest rings them
+    std::mutex irq_mu_;               // irqs_: ring threads raise, the loop replaces
     std::vector<UniqueFd> irqs_;      // the client's: we signal them
     UniqueFd client_;
 };

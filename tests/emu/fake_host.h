@@ -81,7 +81,7 @@ public:
                   const std::lock_guard<std::mutex> lk(mu_);
                   irqs.push_back(v);
               },
-              log_, [this] { return clock_ns.load(); }) {}
+              log_, [this] { return now(); }) {}
 
     rbln_fw_ctrl& ctrl() { return *reinterpret_cast<rbln_fw_ctrl*>(bar_.data()); }
     std::byte* ram(std::uint64_t gpa) { return ram_.data() + gpa; }
@@ -368,6 +368,15 @@ public:
     std::vector<std::string> log_lines;
     std::vector<unsigned> irqs;
     std::atomic<std::uint64_t> clock_ns{1'000'000};
+    // The card's clock: clock_ns, or the steady clock (benchmarks) once set.
+    std::atomic<bool> real_clock{false};
+    std::uint64_t now() const {
+        if (!real_clock.load())
+            return clock_ns.load();
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now().time_since_epoch())
+                                              .count());
+    }
 
 private:
     Logger log_;

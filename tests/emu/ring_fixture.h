@@ -110,8 +110,9 @@ public:
         const std::uint64_t seqno = submit(ring, cb, asid);
         auto cpl = h.wait_job_cpl(ring);
         EXPECT_TRUE(cpl.has_value()) << "no completion on ring " << ring;
-        if (cpl)
+        if (cpl) {
             EXPECT_EQ(cpl->seqno, seqno);
+        }
         return cpl;
     }
 

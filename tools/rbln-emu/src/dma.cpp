@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <utility>
 
 namespace rbln::emu::dma {
+
+static_assert(std::endian::native == std::endian::little, "FILL patterns are little endian");
 
 namespace {
 
@@ -192,9 +195,17 @@ bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
 bool fill(const std::vector<HostSpan>& dst, std::uint64_t pattern, unsigned pattern_bytes,
           const Cancel* cancel) {
     constexpr std::size_t kBlock = 4096; // a multiple of every pattern size
-    std::array<std::byte, kBlock + 8> block{};
-    for (std::size_t i = 0; i < block.size(); i++)
-        block.at(i) = static_cast<std::byte>(pattern >> (8 * (i % pattern_bytes)));
+    // The pattern repeated over 8 bytes, then over the block (+ 8 so that a
+    // copy may start at any phase).
+    std::uint64_t word = pattern;
+    if (pattern_bytes < 8) {
+        word &= (1ULL << (8 * pattern_bytes)) - 1;
+        for (unsigned w = pattern_bytes; w < 8; w *= 2)
+            word |= word << (8 * w);
+    }
+    std::array<std::uint64_t, kBlock / 8 + 1> words{};
+    std::fill(words.begin(), words.end(), word);
+    const auto* block = reinterpret_cast<const std::byte*>(words.data());
     std::uint64_t pos = 0; // bytes filled so far: the pattern phase
     std::size_t since_check = 0;
     for (const HostSpan& s : dst) {
@@ -205,7 +216,7 @@ bool fill(const std::vector<HostSpan>& dst, std::uint64_t pattern, unsigned patt
             while (done < s.size()) {
                 const std::size_t phase = (pos + done) % pattern_bytes;
                 const std::size_t n = std::min(kBlock, s.size() - done);
-                std::memcpy(s.data() + done, block.data() + phase, n);
+                std::memcpy(s.data() + done, block + phase, n);
                 done += n;
                 since_check += n;
                 if (since_check >= kStep) {

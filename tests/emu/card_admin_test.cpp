@@ -51,7 +51,7 @@ TEST_F(AdminRing, IdentifyWritesThePayloadAndItsLength) {
     EXPECT_EQ(idf.family, RBLN_FW_FAMILY_REBEL100);
     EXPECT_EQ(idf.chiplet_count, 4U);
     EXPECT_EQ(idf.iface_major, 1);
-    EXPECT_EQ(idf.iface_minor, 1); // 1.1: MMU and DEBUG_ACCESS
+    EXPECT_EQ(idf.iface_minor, 2); // 1.2: command rings
     EXPECT_STREQ(idf.serial, "RBLNTEST-0001");
     EXPECT_STREQ(idf.fw_version, "rbln-emu 0.1.0");
     EXPECT_EQ(std::memcmp(idf.uuid, h.ctrl().uuid, 16), 0);

@@ -142,22 +142,50 @@ TEST_F(RingFaults, DmaErrorFailsTheNextDmaPacketOfThatRingOnce) {
     EXPECT_EQ(std::to_integer<int>(*t.host(8192)), 0x22);
 }
 
-TEST_F(RingFaults, CorruptCplWritesOneGarbageRecordForAJobThatDidNotRun) {
+TEST_F(RingFaults, CorruptCplWritesOneGarbageRecordForAJobThatDidNotRunThenTheRingStalls) {
     EXPECT_EQ(run("fault corrupt-cpl chiplet=0"), "ok");
     EXPECT_EQ(status()["corrupt_cpl_armed"], "1");
     const std::uint64_t s = t.submit(0, signal_job(0, 5));
+    const std::uint64_t behind = h.submit_job(0, t.place(0, signal_job(8, 6), TestCard::kAsid, 1));
     auto cpl = h.wait_job_cpl(0);
     ASSERT_TRUE(cpl.has_value());
     EXPECT_EQ(cpl->seqno, ~s);
     EXPECT_EQ(cpl->status, 0xffff);
     EXPECT_EQ(t.host_u64(0), 0U);
     EXPECT_EQ(h.load(h.ring_ctrl(0).done_seqno), 0U); // no job is done
+    EXPECT_EQ(status()["injected_corrupt_cpls"], "1");
+    EXPECT_EQ(status()["corrupt_cpl_armed"], "0");
+    // The job behind it is not taken: the ring stalls...
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(h.load(h.ring_ctrl(0).job_head), 1U);
+    EXPECT_EQ(status()["hung"], "1");
+    EXPECT_EQ(t.host_u64(8), 0U);
+    // ... until the driver's ring reset, which aborts it (to be run again).
+    EXPECT_EQ(h.stop_ring(0), RBLN_FW_ST_OK);
+    cpl = h.pop_job_cpl(0);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, behind);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+    EXPECT_EQ(t.host_u64(8), 0U);
+    ASSERT_EQ(h.setup_ring(0, 16), RBLN_FW_ST_OK);
     cpl = t.run(0, signal_job(8, 6));
     ASSERT_TRUE(cpl.has_value());
     EXPECT_EQ(cpl->status, RBLN_FW_JOB_OK);
     EXPECT_EQ(t.host_u64(8), 6U);
-    EXPECT_EQ(status()["injected_corrupt_cpls"], "1");
-    EXPECT_EQ(status()["corrupt_cpl_armed"], "0");
+}
+
+TEST_F(RingFaults, FaultClearLetsTheJobsBehindACorruptedCompletionRun) {
+    EXPECT_EQ(run("fault corrupt-cpl chiplet=1"), "ok");
+    (void)t.submit(1, signal_job(0, 1));
+    const std::uint64_t behind = h.submit_job(1, t.place(1, signal_job(8, 2), TestCard::kAsid, 1));
+    ASSERT_TRUE(h.wait_job_cpl(1).has_value()); // the garbage one
+    EXPECT_EQ(run("fault clear"), "ok");
+    const auto cpl = h.wait_job_cpl(1);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, behind);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(0), 0U);
+    EXPECT_EQ(t.host_u64(8), 2U);
 }
 
 TEST_F(RingFaults, FaultClearDisarmsPendingDmaErrorsAndCorruptions) {

@@ -162,8 +162,9 @@ public:
     // hang: the ring takes no job and writes no completion until RING_STOP,
     // RESET_CHIPLET, a card reset or clear_ring_faults().  dma_error: the
     // next COPY, COPY_STRIDED or FILL of the ring fails its job with
-    // DMA_ERROR.  corrupt_cpl: the next job the ring takes does not run and
-    // its completion has seqno ~seqno and status 0xffff.
+    // DMA_ERROR.  corrupt_cpl: the next job the ring takes does not run,
+    // its completion has seqno ~seqno and status 0xffff, and the ring then
+    // stalls as if hung.
     void inject_hang(unsigned chiplet);
     void inject_dma_error(unsigned chiplet);
     void inject_corrupt_cpl(unsigned chiplet);

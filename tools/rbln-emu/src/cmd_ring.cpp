@@ -228,10 +228,13 @@ void CommandProcessor::run() {
         job.start_ns = deps_.host.card_time_ns();
 
         if (deps_.chiplet.corrupt_cpl.exchange(false)) {
-            // The firmware lost the job: it does not run, and its record
-            // is garbage (wrong seqno, status 0xffff).
+            // The firmware lost the job: it does not run, its record is
+            // garbage (wrong seqno, status 0xffff), and the processor,
+            // whose ring state is now wrong, stalls like a hung one until
+            // RING_STOP / RESET_CHIPLET (the host's recovery) or clear.
             deps_.counters.corrupt_cpls++;
-            deps_.log.info("ring %u: job %llu dropped, its completion corrupted (injected)",
+            deps_.log.info("ring %u: job %llu dropped, its completion corrupted (injected); the "
+                           "ring stalls",
                            cfg_.index, static_cast<unsigned long long>(job.desc.seqno));
             Outcome out;
             out.result.status = 0xffff;
@@ -239,6 +242,7 @@ void CommandProcessor::run() {
                 finish_stop(&job);
                 return;
             }
+            deps_.chiplet.hang = true;
             continue;
         }
 

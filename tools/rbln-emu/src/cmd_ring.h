@@ -41,7 +41,7 @@ struct RingConfig {
 struct ChipletEngine {
     std::atomic<bool> hang{false};        // take no job, write no completion
     std::atomic<bool> dma_error{false};   // the next DMA packet fails
-    std::atomic<bool> corrupt_cpl{false}; // the next completion is garbage
+    std::atomic<bool> corrupt_cpl{false}; // the next completion is garbage, then a hang
     std::atomic<std::uint64_t> busy_ns{0};
 };
 

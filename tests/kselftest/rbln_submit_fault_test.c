@@ -292,6 +292,9 @@ static void injected(struct __test_metadata *_metadata,
 	__u64 before[RBLN_MAX_CHIPLETS], s1 = 0, s2 = 0;
 	__u32 qv, qo = 0;
 	__u64 *d = (__u64 *)self->data.map;
+	struct rbln_cmdbuf cbo;
+	struct rbln_buf bo;
+	int fo = -1;
 	char cmd[64], uev[2048] = "", want_uev[32];
 	__s64 t0, ms, others_done_ms = -1;
 	int ufd, kfd;
@@ -300,8 +303,20 @@ static void injected(struct __test_metadata *_metadata,
 	for (__u32 c = 0; c < self->dev.chiplet_count; c++)
 		before[c] = ring_resets(_metadata, self, c);
 	qv = rbln_new_queue(_metadata, self->fd, 1u << v);
-	if (self->dev.chiplet_count > 1)
-		qo = rbln_new_queue(_metadata, self->fd, 1u << other);
+	/*
+	 * The other chiplet's jobs come from another client with buffers of
+	 * its own: jobs that share a buffer wait for each other (implicit
+	 * sync), which is not what this pins.
+	 */
+	if (self->dev.chiplet_count > 1) {
+		fo = rbln_open_minor(self->nodes[0].minor);
+		ASSERT_LE(0, fo);
+		qo = rbln_new_queue(_metadata, fo, 1u << other);
+		ASSERT_EQ(0, rbln_cmd_init(fo, &cbo, 16384, RBLN_REGION_HOST,
+					   0));
+		ASSERT_EQ(0, rbln_buf_new(fo, &bo, 4096, RBLN_REGION_HOST, 0));
+		memset(bo.map, 0, 4096);
+	}
 	memset(self->data.map, 0, 1 << 20);
 	ufd = rbln_uevent_open();
 	ASSERT_LE(0, ufd);
@@ -332,10 +347,10 @@ static void injected(struct __test_metadata *_metadata,
 				     &self->data.handle, 1, &s2));
 	/* the other chiplet works meanwhile */
 	for (int i = 0; qo && i < 20; i++) {
-		rbln_cmd_begin(&self->cb);
-		rbln_cmd_signal(&self->cb, self->data.va + 64 + 8 * i, i + 1, 0);
-		rbln_expect_job_ok(_metadata, self->fd, qo, &self->cb,
-				   &self->data.handle, 1, "other chiplet");
+		rbln_cmd_begin(&cbo);
+		rbln_cmd_signal(&cbo, bo.va + 8 * i, i + 1, 0);
+		rbln_expect_job_ok(_metadata, fo, qo, &cbo, &bo.handle, 1,
+				   "other chiplet");
 	}
 	if (qo)
 		others_done_ms = rbln_now_ms() - t0;
@@ -402,7 +417,12 @@ static void injected(struct __test_metadata *_metadata,
 			   &self->data.handle, 1, "after recovery");
 	EXPECT_EQ(3, d[2]);
 	for (int i = 0; qo && i < 20; i++)
-		EXPECT_EQ(i + 1, d[8 + i]);
+		EXPECT_EQ(i + 1, ((__u64 *)bo.map)[i]);
+	if (fo >= 0) {
+		rbln_buf_free(fo, &bo);
+		rbln_cmd_fini(fo, &cbo);
+		close(fo);
+	}
 }
 
 TEST_F_TIMEOUT(flt, hung_chiplet_fails_the_job_with_etimedout_and_recovers, 120)

@@ -540,9 +540,9 @@ int run(int argc, char** argv) {
     const double speedup = b32.rate() / ioctl_r.rate();
     const double cpu_sys = b32.cpu_per_op() / sys_cpu;
     std::printf("\ntarget: io_uring at batch 32 / ioctl job rate = %s (>= 4: %s)\n",
-                num(speedup, "%.2f").c_str(), speedup >= 4 ? "met" : "NOT met");
+                num(speedup, "%.3f").c_str(), speedup >= 4 ? "met" : "NOT met");
     std::printf("target: CPU per job at batch 32 = %s null syscalls (<= 5: %s)\n",
-                num(cpu_sys, "%.2f").c_str(), cpu_sys <= 5 ? "met" : "NOT met");
+                num(cpu_sys, "%.3f").c_str(), cpu_sys <= 5 ? "met" : "NOT met");
     std::printf("io_uring SUBMIT vs NOP at batch 32: %s of the NOP rate\n\n",
                 ratio(b32.rate(), nop_r[2].rate()).c_str());
 

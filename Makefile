@@ -44,7 +44,8 @@ kernel:
 	$(MAKE) -C kernel KDIR=$(KDIR)
 
 $(CMAKE_B)/CMakeCache.txt:
-	cmake -S $(TOP) -B $(CMAKE_B) -G "Unix Makefiles" >/dev/null
+	cmake -S $(TOP) -B $(CMAKE_B) -G "Unix Makefiles" >/dev/null || \
+		{ rm -f $@; exit 1; }
 
 userspace: $(CMAKE_B)/CMakeCache.txt
 	cmake --build $(CMAKE_B) -j$(JOBS)

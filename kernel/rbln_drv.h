@@ -338,6 +338,7 @@ struct rbln_device {
 	struct mutex reset_lock;	/* ring resets vs. card recovery */
 	struct work_struct recover_work;
 	bool recover_failed;
+	bool recover_queued;		/* a recovery will run */
 	u64 card_resets;
 	struct delayed_work watchdog;
 	unsigned long wd_stamp;		/* jiffies the heartbeat last moved */
@@ -484,6 +485,7 @@ int rbln_fw_restart(struct rbln_device *rdev);
 /* rbln_job.c */
 void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err);
 int rbln_ring_restart(struct rbln_cmd_ring *ring, int err);
+void rbln_ring_sched_resume(struct rbln_cmd_ring *ring);
 int rbln_rings_init(struct rbln_device *rdev);
 void rbln_rings_irq(struct rbln_device *rdev);
 void rbln_ring_process(struct rbln_cmd_ring *ring);

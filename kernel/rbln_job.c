@@ -96,6 +96,10 @@ static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
 	/* A faulted address space runs nothing more. */
 	if (READ_ONCE(job->vm->flags) & RBLN_VM_FAULTED)
 		return ERR_PTR(-EFAULT);
+	/* Nor does a faulted card that no recovery will bring back. */
+	if (rbln_get_state(rdev) == RBLN_STATE_FAULT &&
+	    !READ_ONCE(rdev->recover_queued))
+		return ERR_PTR(-EIO);
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return ERR_PTR(-ENODEV);
 
@@ -234,25 +238,37 @@ int rbln_ring_restart(struct rbln_cmd_ring *ring, int err)
 	return 0;
 }
 
-static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job)
+/*
+ * drm_sched_stop() detached the scheduler from the hardware fences of the
+ * jobs it still tracks.  The reset has since failed some of them (their
+ * hardware fences carry the error) and written the others to the ring
+ * again: give every job its hardware fence back and restart the
+ * scheduler, which completes the failed jobs with their error at once and
+ * waits for the others.
+ */
+void rbln_ring_sched_resume(struct rbln_cmd_ring *ring)
 {
-	struct rbln_job *bad = to_rbln_job(sched_job);
-	struct rbln_cmd_ring *ring = bad->ring;
+	struct drm_sched_job *s_job;
+
+	list_for_each_entry(s_job, &ring->sched.pending_list, list) {
+		struct rbln_job *job = to_rbln_job(s_job);
+
+		if (!s_job->s_fence->parent && job->hw_fence)
+			s_job->s_fence->parent = dma_fence_get(job->hw_fence);
+	}
+	drm_sched_start(&ring->sched);
+}
+
+/* Ring reset: RING_STOP, @bad fails with -ETIMEDOUT, the rest run again. */
+static void rbln_ring_reset(struct rbln_cmd_ring *ring, struct rbln_job *bad)
+{
 	struct rbln_device *rdev = ring->rdev;
 	struct rbln_job *job;
 	unsigned long flags;
 	int ret;
 
-	mutex_lock(&rdev->reset_lock);
-	if (rbln_get_state(rdev) != RBLN_STATE_READY) {
-		/* The card is faulted: its recovery takes care of every ring. */
-		mutex_unlock(&rdev->reset_lock);
-		return DRM_GPU_SCHED_STAT_NOMINAL;
-	}
 	drm_warn(&rdev->drm, "ring %u: job %llu did not complete within %u ms: resetting the ring\n",
 		 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
-	drm_sched_stop(&ring->sched, sched_job);
-
 	spin_lock_irqsave(&ring->lock, flags);
 	ring->recovering = true;
 	spin_unlock_irqrestore(&ring->lock, flags);
@@ -275,7 +291,7 @@ static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job
 		/* The card is gone or broken: fail everything still pending. */
 		while ((job = list_first_entry_or_null(&ring->pending,
 						       struct rbln_job, ring_link)))
-			rbln_ring_retire(ring, job, -ECANCELED, 0, 0);
+			rbln_ring_retire(ring, job, -EIO, 0, 0);
 	} else {
 		ring->up = true;
 		list_for_each_entry(job, &ring->pending, ring_link)
@@ -289,8 +305,33 @@ static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job
 		drm_err(&rdev->drm, "ring %u: could not be set up again (%d)\n",
 			ring->index, ret);
 	rbln_sysfs_notify_ring_reset(rdev, ring->index);
+}
 
-	drm_sched_start(&ring->sched);
+static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct rbln_job *bad = to_rbln_job(sched_job);
+	struct rbln_cmd_ring *ring = bad->ring;
+	struct rbln_device *rdev = ring->rdev;
+	unsigned long flags;
+	bool on_ring;
+
+	mutex_lock(&rdev->reset_lock);
+	/* Puts @bad back at the head of the scheduler's list. */
+	drm_sched_stop(&ring->sched, sched_job);
+	spin_lock_irqsave(&ring->lock, flags);
+	on_ring = !list_empty(&bad->ring_link);
+	spin_unlock_irqrestore(&ring->lock, flags);
+
+	if (!on_ring) {
+		/* It completed meanwhile (or a card recovery failed it). */
+	} else if (rbln_get_state(rdev) == RBLN_STATE_READY) {
+		rbln_ring_reset(ring, bad);
+	} else if (!READ_ONCE(rdev->recover_queued)) {
+		/* A faulted card nobody recovers completes nothing more. */
+		rbln_ring_fail_pending(ring, -EIO);
+	}
+	/* else the queued card recovery fails the ring's jobs with -EIO */
+	rbln_ring_sched_resume(ring);
 	mutex_unlock(&rdev->reset_lock);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }

@@ -101,6 +101,7 @@ static void rbln_recover_work(struct work_struct *work)
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
 	mutex_lock(&rdev->reset_lock);
+	WRITE_ONCE(rdev->recover_queued, false);
 	if (rbln_get_state(rdev) != RBLN_STATE_FAULT)
 		goto out;
 
@@ -130,7 +131,7 @@ static void rbln_recover_work(struct work_struct *work)
 			 rdev->card_resets);
 	}
 	for (i = 0; i < rdev->ring_count; i++)
-		drm_sched_start(&rdev->rings[i].sched);
+		rbln_ring_sched_resume(&rdev->rings[i]);
 out:
 	mutex_unlock(&rdev->reset_lock);
 	drm_dev_exit(idx);
@@ -187,8 +188,10 @@ void rbln_watchdog_start(struct rbln_device *rdev)
 /* From rbln_set_fault(): the card just went to "fault". */
 void rbln_reset_schedule(struct rbln_device *rdev)
 {
-	if (rbln_recovery && !rdev->recover_failed)
+	if (rbln_recovery && !rdev->recover_failed) {
+		WRITE_ONCE(rdev->recover_queued, true);
 		schedule_work(&rdev->recover_work);
+	}
 }
 
 void rbln_reset_fini(struct rbln_device *rdev)

@@ -185,6 +185,8 @@ struct rbln_queue {
 	struct rbln_file *rf;
 	u32 id;
 	struct drm_sched_entity entity;
+	/* The entity keeps a pointer to this list: it lives as long. */
+	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
 	struct mutex lock;		/* arm + push order, last_seqno */
 	u64 last_seqno;
 	struct xarray fences;		/* seqno -> finished fence (recent) */

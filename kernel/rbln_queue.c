@@ -74,7 +74,6 @@ int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 	struct rbln_device *rdev = to_rbln(drm);
 	struct rbln_file *rf = to_rbln_file(file);
 	struct drm_rbln_queue_create *args = data;
-	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
 	enum drm_sched_priority prio;
 	struct rbln_queue *q;
 	unsigned int n = 0, i;
@@ -100,18 +99,17 @@ int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 	}
 	if (!rdev->ring_count)
 		return -EIO;	/* a card without command rings */
-	for (i = 0; i < rdev->ring_count; i++)
-		if (args->chiplet_mask & BIT(i))
-			scheds[n++] = &rdev->rings[i].sched;
-
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
+	for (i = 0; i < rdev->ring_count; i++)
+		if (args->chiplet_mask & BIT(i))
+			q->scheds[n++] = &rdev->rings[i].sched;
 	kref_init(&q->ref);
 	mutex_init(&q->lock);
 	xa_init(&q->fences);
 	q->rf = rf;
-	ret = drm_sched_entity_init(&q->entity, prio, scheds, n, NULL);
+	ret = drm_sched_entity_init(&q->entity, prio, q->scheds, n, NULL);
 	if (ret)
 		goto err;
 	ret = xa_alloc(&rf->queues, &q->id, q, XA_LIMIT(1, RBLN_MAX_QUEUES),

@@ -266,7 +266,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	u64 cmd_va;
 	int ret;
 
-	if (args->flags || args->out_flags ||
+	if (args->flags & ~RBLN_SUBMIT_NO_IMPLICIT_WAIT || args->out_flags ||
 	    args->cmd_size < 8 || args->cmd_size > RBLN_FW_CMD_MAX ||
 	    !IS_ALIGNED(args->cmd_size | args->cmd_offset, 8) ||
 	    args->bo_count > RBLN_MAX_JOB_BOS || args->in_count > RBLN_MAX_IN_SYNCS ||
@@ -373,11 +373,14 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	if (ret)
 		goto err_sched;
 	for (i = 0; i < job->bo_count; i++) {
-		ret = dma_resv_reserve_fences(job->bos[i]->resv, 1);
-		if (!ret)
+		struct drm_gem_object *obj = job->bos[i];
+
+		ret = dma_resv_reserve_fences(obj->resv, 1);
+		/* Implicit sync is for buffers shared with others only. */
+		if (!ret && (obj->dma_buf || obj->import_attach) &&
+		    !(args->flags & RBLN_SUBMIT_NO_IMPLICIT_WAIT))
 			ret = drm_sched_job_add_implicit_dependencies(&job->base,
-								      job->bos[i],
-								      true);
+								      obj, true);
 		if (ret)
 			goto err_unlock;
 	}

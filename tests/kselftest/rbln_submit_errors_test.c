@@ -323,7 +323,7 @@ struct bad_submit {
 TEST_F(err, submit_rejects_every_bad_field_and_queues_nothing)
 {
 	static const struct bad_submit cases[] = {
-		{ "flags 1", -EINVAL },
+		{ "flags bit 1 (unknown)", -EINVAL },
 		{ "flags bit 31", -EINVAL },
 		{ "out_flags 1", -EINVAL },
 		{ "cmd_size 0", -EINVAL },
@@ -372,7 +372,7 @@ TEST_F(err, submit_rejects_every_bad_field_and_queues_nothing)
 		s.seqno = 0x1234;	/* an output: ignored */
 		switch (i) {
 		case 0:
-			s.flags = 1;
+			s.flags = 2;
 			break;
 		case 1:
 			s.flags = 1u << 31;
@@ -851,7 +851,7 @@ TEST_F(err, uring_commands_reject_bad_payloads_like_the_ioctls)
 	if (!self->ready)
 		return;
 	rbln_submit_args(&s, self->q, &self->cb, self->bos, 2);
-	s.flags = 1;
+	s.flags = 2;
 	EXPECT_EQ(-EINVAL, uring_once(self->fd, ok, RBLN_URING_CMD_SUBMIT, &s,
 				      sizeof(s), &extra));
 	rbln_submit_args(&s, self->q, &self->cb, self->bos, 2);

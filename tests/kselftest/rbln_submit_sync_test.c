@@ -272,7 +272,18 @@ TEST_F(sync, wait_packet_is_released_by_another_client_through_a_shared_buffer)
 		ASSERT_EQ(0, rbln_bo_info(fd2, imported, &info));
 		rbln_cmd_signal(&cb2, info.device_va, 1, 0);
 	}
-	ASSERT_EQ(0, rbln_submit_job(fd2, q2, &cb2, &imported, 1, &sb));
+	/*
+	 * Its job must not wait for client 1's job implicitly (that job waits
+	 * for this one on the device): explicit sync.
+	 */
+	{
+		struct drm_rbln_submit s;
+
+		rbln_submit_args(&s, q2, &cb2, &imported, 1);
+		s.flags = RBLN_SUBMIT_NO_IMPLICIT_WAIT;
+		ASSERT_EQ(0, rbln_submit_raw(fd2, &s));
+		sb = s.seqno;
+	}
 	expect_done(_metadata, self->fd, self->qa, sa, 0, "client 1");
 	expect_done(_metadata, fd2, q2, sb, 0, "client 2");
 	EXPECT_EQ(77, ((__u64 *)map)[1]);

@@ -384,7 +384,7 @@ struct drm_rbln_sync {
 /**
  * struct drm_rbln_submit - run a command buffer (DRM_IOCTL_RBLN_SUBMIT)
  * @queue_id: in: a queue of this file.
- * @flags: in: must be 0.
+ * @flags: in: RBLN_SUBMIT_* flags.
  * @cmd_handle: in: GEM handle of the buffer that holds the packets
  *	(firmware-iface rbln_fw_cmd.h); the card reads it at its device VA.
  * @cmd_size: in: bytes of packets, a multiple of 8, 8..1 MiB.
@@ -392,7 +392,12 @@ struct drm_rbln_sync {
  * @bo_handles: in: user pointer to @bo_count __u32 GEM handles of the
  *	buffers the job uses (the command buffer need not be listed).  They
  *	stay alive and mapped until the job is done, and the job's fence is
- *	added to their reservation objects (implicit sync for PRIME users).
+ *	added to their reservation objects (as a write), so dma-buf poll,
+ *	the buffers' unmapping and other clients see it.  Implicit sync:
+ *	the job waits for the fences of the listed buffers that are shared
+ *	(exported or imported dma-bufs) unless RBLN_SUBMIT_NO_IMPLICIT_WAIT
+ *	is set; buffers private to this file are never waited for: order
+ *	jobs of one client with queues, syncobjs or WAIT packets.
  * @bo_count: in: entries at @bo_handles, at most 4096.
  * @bo_elem_size: in: sizeof(__u32).
  * @in_syncs: in: user pointer to @in_count struct drm_rbln_sync the job
@@ -415,6 +420,13 @@ struct drm_rbln_sync {
  * The same struct is the payload of the io_uring command
  * RBLN_URING_CMD_SUBMIT (below), so it is exactly 80 bytes.
  */
+/*
+ * drm_rbln_submit.flags: the job does not wait for the fences of shared
+ * buffers either (explicit sync, e.g. clients that order their jobs with
+ * WAIT packets on a shared buffer: implicit sync would deadlock them).
+ */
+#define RBLN_SUBMIT_NO_IMPLICIT_WAIT	(1u << 0)
+
 struct drm_rbln_submit {
 	__u32 queue_id;
 	__u32 flags;

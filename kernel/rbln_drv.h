@@ -174,6 +174,7 @@ struct rbln_cmd_ring {
 	bool recovering;
 	u64 resets;
 	u64 bad_cpls;
+	u64 busy_base;			/* busy_ns of the ring's earlier set-ups */
 
 	struct drm_gpu_scheduler sched;
 	bool sched_ready;
@@ -488,6 +489,7 @@ int rbln_fw_restart(struct rbln_device *rdev);
 void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err);
 int rbln_ring_restart(struct rbln_cmd_ring *ring, int err);
 void rbln_ring_sched_resume(struct rbln_cmd_ring *ring);
+u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring);
 int rbln_rings_init(struct rbln_device *rdev);
 void rbln_rings_irq(struct rbln_device *rdev);
 void rbln_ring_process(struct rbln_cmd_ring *ring);

@@ -184,8 +184,26 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 
+/*
+ * The card counts the ring's busy time in the control block from each
+ * RING_SETUP on; the driver keeps what earlier set-ups counted, so the
+ * total never goes back.
+ */
+u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring)
+{
+	unsigned long flags;
+	u64 busy;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	busy = ring->busy_base + READ_ONCE(ring->ctrl->busy_ns);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return busy;
+}
+
+/* Ring lock held. */
 static void rbln_ring_reset_memory(struct rbln_cmd_ring *ring)
 {
+	ring->busy_base += READ_ONCE(ring->ctrl->busy_ns);
 	memset(ring->jobs, 0, ring->entries * sizeof(*ring->jobs));
 	memset(ring->cpls, 0, ring->entries * sizeof(*ring->cpls));
 	memset(ring->ctrl, 0, sizeof(*ring->ctrl));

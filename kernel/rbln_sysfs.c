@@ -246,7 +246,10 @@ static ssize_t hbm_largest_free_bytes_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%llu\n", largest);
 }
 
-/* busy_ns: card time this chiplet's command ring spent running jobs, ns. */
+/*
+ * busy_ns: card time this chiplet's command ring spent running jobs, ns,
+ * since the driver bound; ring and card resets do not set it back.
+ */
 static ssize_t busy_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
@@ -255,7 +258,7 @@ static ssize_t busy_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 	u64 busy = 0;
 
 	if (node->chiplet < rdev->ring_count)
-		busy = READ_ONCE(rdev->rings[node->chiplet].ctrl->busy_ns);
+		busy = rbln_ring_busy_ns(&rdev->rings[node->chiplet]);
 	return sysfs_emit(buf, "%llu\n", busy);
 }
 

@@ -289,7 +289,7 @@ static void injected(struct __test_metadata *_metadata,
 		     bool reset, bool ran)
 {
 	__u32 v = victim(self), other = 0;
-	__u64 before[RBLN_MAX_CHIPLETS], s1 = 0, s2 = 0;
+	__u64 before[RBLN_MAX_CHIPLETS], s1 = 0, s2 = 0, busy0 = 0, busy1 = 0;
 	__u32 qv, qo = 0;
 	__u64 *d = (__u64 *)self->data.map;
 	struct rbln_cmdbuf cbo;
@@ -302,11 +302,12 @@ static void injected(struct __test_metadata *_metadata,
 
 	for (__u32 c = 0; c < self->dev.chiplet_count; c++)
 		before[c] = ring_resets(_metadata, self, c);
+	EXPECT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, v, "busy_ns",
+					    &busy0));
 	qv = rbln_new_queue(_metadata, self->fd, 1u << v);
 	/*
 	 * The other chiplet's jobs come from another client with buffers of
-	 * its own: jobs that share a buffer wait for each other (implicit
-	 * sync), which is not what this pins.
+	 * its own: nothing orders them after the victim's jobs.
 	 */
 	if (self->dev.chiplet_count > 1) {
 		fo = rbln_open_minor(self->nodes[0].minor);
@@ -384,6 +385,12 @@ static void injected(struct __test_metadata *_metadata,
 	TH_LOG("%s: the job behind the failed one ran %s", kind,
 	       self->data.map[40960] == 0x22 ? "twice" : "wrongly");
 	EXPECT_TRUE(rbln_all_bytes(self->data.map + 32768, 4096, 0x22));
+	/* busy time survives the ring reset (and grew by the innocent job) */
+	EXPECT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, v, "busy_ns",
+					    &busy1));
+	EXPECT_LT(busy0, busy1)
+	TH_LOG("%s: chiplet %u busy_ns %llu -> %llu", kind, v,
+	       (unsigned long long)busy0, (unsigned long long)busy1);
 
 	rbln_sleep_ms(200);
 	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));

@@ -175,7 +175,7 @@ void report(std::ostream& out, const Options& o, DType t, const WorkloadResult& 
         out << "  card time   copy in " << duration(static_cast<double>(c.copy_in_ns))
             << ", matmul " << duration(static_cast<double>(c.matmul_ns));
         if (c.matmul_ns > 0)
-            out << " (" << number(flops / static_cast<double>(c.matmul_ns), "%.1f") << " GFLOP/s)";
+            out << " (" << number(flops / static_cast<double>(c.matmul_ns)) << " GFLOP/s)";
         out << ", relu+scale " << duration(static_cast<double>(c.relu_scale_ns)) << ", copy out "
             << duration(static_cast<double>(c.copy_out_ns)) << "; job "
             << duration(static_cast<double>(c.total_ns)) << "\n";
@@ -190,8 +190,11 @@ void report(std::ostream& out, const Options& o, DType t, const WorkloadResult& 
         << number(100 * k.worst_bound_fraction, "%.1f") << "% of its bound (y["
         << k.worst_index / s.n << "][" << k.worst_index % s.n << "])\n";
     if (k.pass()) {
-        out << "  PASS        all " << k.checked << " elements within the bound of "
-            << dtype_name(t) << " with fp32 accumulation over K = " << s.k << "\n";
+        out << "  PASS        "
+            << (k.checked == 1 ? "the only element"
+                               : "all " + std::to_string(k.checked) + " elements")
+            << " within the bound of " << dtype_name(t)
+            << " with fp32 accumulation over K = " << s.k << "\n";
         return;
     }
     out << "  FAIL        " << k.failed << " of " << s.m * s.n

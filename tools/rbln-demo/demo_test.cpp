@@ -451,7 +451,7 @@ TEST(Workload, AJobTheCardFailsIsAJobErrorWithItsMeaning) {
 
 TEST(Workload, AJobThatIsNotDoneByTheDeadlineIsATimeout) {
     test::FakeCard card;
-    card.kernel.hold_jobs = true;
+    card.never_done = true;
     WorkloadOptions o = small(DType::Fp32);
     o.timeout = std::chrono::milliseconds(1);
     try {

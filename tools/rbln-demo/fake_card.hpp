@@ -39,13 +39,15 @@ public:
     std::optional<std::size_t> corrupt_element;
     /// The next job fails with this errno (and without running).
     int fail_job = 0;
+    /// WAIT never sees a job done (a card that hangs).
+    bool never_done = false;
     /// The buffer with this handle is not mapped for the card (its accesses fault).
     std::optional<std::uint32_t> unmapped_handle;
     /// Opcodes of the packets of the last job, in order.
     std::vector<std::uint32_t> last_ops;
     /// LAUNCH packets of the last job.
     std::vector<rbln_fw_pkt_launch> last_launches;
-    /// The fake under it (bookkeeping, counters, hold_jobs).
+    /// The fake under it (bookkeeping, counters, injected failures).
     rbln::test::FakeKernel kernel;
 
     // ---- KernelInterface --------------------------------------------------
@@ -107,6 +109,8 @@ public:
 
     WaitResult wait(const WaitArgs& a) override {
         WaitResult r = kernel.wait(a);
+        if (never_done)
+            return {false, 0};
         if (r.done && !a.sync)
             r.job_error = -job_errors_[{a.queue_id, a.seqno}];
         return r;

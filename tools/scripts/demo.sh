@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Runs inside the VM for `make demo`: shows the cards with rbln-smi, then
-# puts the card to work through the driver: identity and telemetry round
-# trips, buffers in host RAM and HBM that the card reads and writes through
-# its MMU, and rbln-smi showing a process that holds card memory.
+# Runs inside the VM for `make demo`: shows the cards with rbln-smi, runs a
+# real workload on them (rbln-demo: y = relu(x @ w) * scale in HBM, checked
+# against the CPU; a wrong result fails the demo), then puts the card to
+# work through the driver: identity and telemetry round trips, buffers in
+# host RAM and HBM that the card reads and writes through its MMU, and
+# rbln-smi showing a process that holds card memory.
 set -euo pipefail
 smi=$1
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,6 +13,25 @@ echo
 "$smi"
 echo
 "$smi" -L
+
+work="$top/build/cmake/tools/rbln-demo/rbln-demo"
+[ -x "$work" ] || { echo "demo: $work is not built (make userspace)" >&2; exit 1; }
+echo
+echo "== a workload: y = relu(x @ w) * scale as one job (copies, MATMUL, RELU, SCALE), checked against the CPU =="
+# Every type on the first card, fp32 on each further one.
+first=1
+for node in /dev/accel/accel*; do
+	[ -e "$node" ] || continue
+	if [ "$first" = 1 ]; then
+		"$work" --device "$node" --dtype all
+		first=0
+	else
+		echo
+		"$work" --device "$node" --dtype fp32
+	fi
+done
+[ "$first" = 0 ] || { echo "demo: no /dev/accel/accel* node" >&2; exit 1; }
+
 demo="$top/build/cmake/tests/kselftest/rbln_get_info_test"
 if [ -x "$demo" ]; then
 	echo

@@ -7,6 +7,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 vm="$top/tools/vm/rbln-vm"
 ksft="$top/build/cmake/tests/kselftest"
 smi="$top/build/cmake/tools/rbln-smi/rbln-smi"
+demo="$top/build/cmake/tools/rbln-demo/rbln-demo"
 # The job tests hang chiplets on purpose: a short job timeout makes each
 # ring reset take 2 s instead of the default 10 s.
 jobparams="job_timeout_ms=2000"
@@ -31,9 +32,10 @@ step() { # name, then the command
 }
 
 step "runner self-test" "$top/tests/runner/run.sh"
-step "kselftests + rbln-smi, 1 Rebel100 card" \
+step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi' &&
+	 '$demo' --size 96,160,72 --dtype all --chiplet 3"
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"

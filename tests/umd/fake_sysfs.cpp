@@ -39,6 +39,18 @@ void FakeSysfs::remove(const fs::path& rel) {
     fs::remove_all(root_ / rel);
 }
 
+void FakeSysfs::set_busy_ns(const std::string& bdf, unsigned chiplet, std::uint64_t ns) {
+    write(device_dir(bdf) / "rbln" / ("chiplet" + std::to_string(chiplet)) / "busy_ns",
+          std::to_string(ns));
+}
+
+void FakeSysfs::set_fdinfo(pid_t pid, int fd, const std::string& fdinfo) {
+    std::ofstream f(root_ / "proc" / std::to_string(pid) / "fdinfo" / std::to_string(fd));
+    f << fdinfo;
+    if (!f)
+        throw std::runtime_error("cannot write the fdinfo of " + std::to_string(pid));
+}
+
 void FakeSysfs::load_driver(const std::string& version) {
     fs::create_directories(root_ / "sys/module/rbln");
     if (!version.empty())
@@ -92,6 +104,8 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
                 write(c / "hbm_largest_free_bytes",
                       std::to_string(s.hbm_per_chiplet - (*s.hbm_used)[i]));
             }
+            if (s.busy_ns && i < s.busy_ns->size())
+                write(c / "busy_ns", std::to_string((*s.busy_ns)[i]));
         }
     }
     if (s.hwmon) {
@@ -130,6 +144,8 @@ std::string fdinfo_text(const ClientSpec& c) {
     t += "rbln-pinned-memory:\t" + c.pinned + "\n";
     t += "rbln-asid:\t" + std::to_string(c.asid) + "\n";
     t += "rbln-mmu-faults:\t0\n";
+    for (std::size_t i = 0; i < c.engine.size(); i++)
+        t += "drm-engine-chiplet" + std::to_string(i) + ":\t" + c.engine[i] + "\n";
     return t;
 }
 

@@ -38,6 +38,9 @@ struct CardSpec {
     /// rbln/chiplet<i>/hbm_used_bytes (and hbm_largest_free_bytes = the
     /// rest of the chiplet); nullopt: neither file, as with an older rbln.ko.
     std::optional<std::vector<std::uint64_t>> hbm_used;
+    /// rbln/chiplet<i>/busy_ns for i < size(); nullopt: none, as with an
+    /// older rbln.ko.
+    std::optional<std::vector<std::uint64_t>> busy_ns{};
 };
 
 /// What the kernel prints in the fdinfo of an open /dev/accel/accelN.
@@ -49,6 +52,8 @@ struct ClientSpec {
     std::string memory = "64 KiB";                           ///< drm-total-memory
     std::string pinned = "0";                                ///< rbln-pinned-memory
     unsigned asid = 5;
+    /// drm-engine-chiplet<i> values as printed ("1000 ns"); empty: no lines.
+    std::vector<std::string> engine{};
 };
 
 /// The fdinfo text for @spec, with the VFS lines (pos, flags, ...) first.
@@ -78,6 +83,10 @@ public:
     void write(const std::filesystem::path& rel, const std::string& content);
     /// Removes root/@rel.
     void remove(const std::filesystem::path& rel);
+    /// Sets rbln/chiplet<@chiplet>/busy_ns of the card at @bdf.
+    void set_busy_ns(const std::string& bdf, unsigned chiplet, std::uint64_t ns);
+    /// Replaces /proc/<pid>/fdinfo/<fd> (the kernel's figures changed).
+    void set_fdinfo(pid_t pid, int fd, const std::string& fdinfo);
 
     /// /proc/<pid> with comm @comm and an empty fd/ and fdinfo/.
     void add_process(pid_t pid, const std::string& comm);

@@ -151,13 +151,16 @@ TEST_F(SmiBinary, JsonDocumentForTwoCards) {
       "power_uw": 12340000,
       "hbm_total_bytes": 536870912,
       "hbm_used_bytes": null,
+      "utilization_percent": null,
       "chiplets": [
         {
           "index": 0,
           "hbm_total_bytes": 536870912,
           "temperature_mc": 35250,
           "hbm_used_bytes": null,
-          "hbm_largest_free_bytes": null
+          "hbm_largest_free_bytes": null,
+          "busy_ns": null,
+          "utilization_percent": null
         }
       ],
       "fw_version": "rbln-emu 0.1.0",
@@ -184,11 +187,12 @@ TEST_F(SmiBinary, TableShowsEveryCardWithUnits) {
                 HasSubstr("| Rebel100 | /dev/accel/accel0 | 0000:00:04.0 | 45.0 C | 75.0 W |"));
     EXPECT_THAT(o.out,
                 HasSubstr("| ATOM     | /dev/accel/accel1 | 0000:00:05.0 | 38.3 C | 12.3 W |"));
-    // This module exports no hbm_used_bytes: used is N/A, total is known.
-    EXPECT_THAT(o.out, HasSubstr("|   N/A / 1024 MiB |"));
-    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 256 MiB, 42.0 C "));
-    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM N/A / 256 MiB, 45.0 C "));
-    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 512 MiB, 35.3 C "));
+    // This module exports no hbm_used_bytes and no busy_ns: used and
+    // utilisation are N/A, total is known.
+    EXPECT_THAT(o.out, HasSubstr("|   N/A / 1024 MiB |  N/A |"));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 256 MiB, util N/A, 42.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM N/A / 256 MiB, util N/A, 45.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM N/A / 512 MiB, util N/A, 35.3 C "));
     EXPECT_THAT(o.out, HasSubstr("| No running processes found "));
 }
 
@@ -200,8 +204,10 @@ TEST_F(SmiBinary, TableShowsUsedHbmPerChipletWhenTheModuleExportsIt) {
     const Outcome o = smi({});
     EXPECT_EQ(o.status, 0) << o.err;
     EXPECT_THAT(o.out, HasSubstr("|     3 / 1024 MiB |"));
-    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, 42.0 C "));
-    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM 1 / 256 MiB, largest free 255 MiB, 45.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, util N/A, "
+                                 "42.0 C "));
+    EXPECT_THAT(o.out, HasSubstr("| chiplet 3: HBM 1 / 256 MiB, largest free 255 MiB, util N/A, "
+                                 "45.0 C "));
 }
 
 // The binary classifies fds with the real stat(): files of a fake /proc are

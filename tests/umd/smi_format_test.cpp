@@ -190,7 +190,9 @@ TEST(Views, JsonHasNumbersAsNumbersAndNullForUnavailableTelemetry) {
                              "          \"hbm_total_bytes\": 268435456,\n"
                              "          \"temperature_mc\": null,\n"
                              "          \"hbm_used_bytes\": 2097152,\n"
-                             "          \"hbm_largest_free_bytes\": 266338304\n        },"));
+                             "          \"hbm_largest_free_bytes\": 266338304,\n"
+                             "          \"busy_ns\": null,\n"
+                             "          \"utilization_percent\": null\n        },"));
     EXPECT_THAT(j,
                 HasSubstr("\"hbm_total_bytes\": 1073741824,\n      \"hbm_used_bytes\": 2101248,"));
     // The ATOM card's module exports no memory counters.

@@ -123,9 +123,11 @@ protected:
         const std::string root = fake.root().string();
         std::vector<std::string_view> args = {"--root", root};
         args.insert(args.end(), extra);
+        smi::Environment env;
+        env.char_device_probe = fake.probe();
         std::ostringstream o;
         std::ostringstream e;
-        const int rc = smi::run(args, o, e, smi::Environment{fake.probe()});
+        const int rc = smi::run(args, o, e, env);
         out = o.str();
         err = e.str();
         return rc;
@@ -139,8 +141,10 @@ TEST_F(SmiProcesses, TableShowsChipletMemoryAndNoProcesses) {
     ASSERT_EQ(smi({}), 0) << err;
     EXPECT_THAT(out, HasSubstr("|     2 / 1024 MiB |"));
     EXPECT_THAT(out, HasSubstr("|     64 / 512 MiB |"));
-    EXPECT_THAT(out, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, 42.0 C "));
-    EXPECT_THAT(out, HasSubstr("| chiplet 0: HBM 64 / 512 MiB, largest free 448 MiB, 42.0 C "));
+    EXPECT_THAT(out, HasSubstr("| chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, util N/A, "
+                               "42.0 C "));
+    EXPECT_THAT(out, HasSubstr("| chiplet 0: HBM 64 / 512 MiB, largest free 448 MiB, util N/A, "
+                               "42.0 C "));
     EXPECT_THAT(out, HasSubstr("| Processes "));
     EXPECT_THAT(out, HasSubstr("| No running processes found "));
     EXPECT_EQ(err, "");

@@ -4,10 +4,12 @@
 #include "cli.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <fcntl.h>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "rbln/fdinfo.hpp"
 #include "rbln/fw_ctrl.hpp"
 #include "rbln/version.hpp"
+#include "utilization.hpp"
 
 namespace rbln::smi {
 
@@ -24,13 +27,21 @@ namespace {
 
 constexpr std::string_view kHelp = R"(Usage: rbln-smi [OPTION]...
 Show the rbln NPU cards of this machine: identity, temperature, power,
-memory (per chiplet, used / total), firmware and state, and the processes
-using them with their memory (from /proc/<pid>/fdinfo).  Works without
-root (other users' processes are then counted, not shown); never wakes a
-runtime-suspended card (its telemetry shows as N/A).
+memory (per chiplet, used / total), utilisation, firmware and state, and
+the processes using them with their memory and utilisation (from
+/proc/<pid>/fdinfo).  Works without root (other users' processes are then
+counted, not shown); never wakes a runtime-suspended card (its telemetry
+shows as N/A).
 
-  -L, --list                  one line per card
+Utilisation is the share of an interval a chiplet's command ring spent
+running jobs: sysfs chiplet<i>/busy_ns (per process: fdinfo
+drm-engine-chiplet<i>) read twice, INTERVAL ms apart.
+
+  -L, --list                  one line per card (no sampling)
   -j, --json                  JSON (schema_version 2; units in the key names)
+      --interval-ms N         sample the busy counters N ms apart
+                              (default 100; 0 = no utilisation, at most 60000)
+      --no-util               no utilisation (as --interval-ms 0)
       --dump-control-block FILE
                               decode and validate a firmware-iface control
                               block dump (with -j: as JSON)
@@ -52,6 +63,7 @@ struct Options {
     bool list = false;
     bool json = false;
     bool timing = false; // hidden: report the time rbln-smi itself took
+    unsigned interval_ms = kDefaultIntervalMs;
     std::string root = "/";
     std::optional<std::string> control_block;
 };
@@ -59,6 +71,16 @@ struct Options {
 struct UsageError {
     std::string message;
 };
+
+unsigned parse_interval(const std::string& text) {
+    unsigned ms = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms, 10);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() ||
+        ms > kMaxIntervalMs)
+        throw UsageError{"--interval-ms needs a number of milliseconds from 0 to " +
+                         std::to_string(kMaxIntervalMs) + ", got '" + text + "'"};
+    return ms;
+}
 
 Options parse(std::span<const std::string_view> args) {
     Options o;
@@ -80,6 +102,10 @@ Options parse(std::span<const std::string_view> args) {
             o.list = true;
         } else if (a == "-j" || a == "--json") {
             o.json = true;
+        } else if (a == "--interval-ms" || a.starts_with("--interval-ms=")) {
+            o.interval_ms = parse_interval(operand("--interval-ms"));
+        } else if (a == "--no-util") {
+            o.interval_ms = 0;
         } else if (a == "--debug-timing") {
             o.timing = true;
         } else if (a == "--root" || a.starts_with("--root=")) {
@@ -145,6 +171,28 @@ bool worth_warning(const CardInfo& c) {
     }
 }
 
+// The first sample of the busy counters, with its own scan of the clients
+// (a scan that fails here is reported by the second one).
+CounterSample first_sample(const Sysfs& sys, const SampleClock& clock) {
+    std::optional<ClientScan> scan;
+    try {
+        scan = scan_clients(sys);
+    } catch (const Error&) {
+        scan.reset();
+    }
+    return take_sample(sys, scan ? &*scan : nullptr, clock);
+}
+
+void wait_until(const Environment& env, const SampleClock& clock,
+                std::chrono::nanoseconds deadline) {
+    if (env.sleep_until) {
+        env.sleep_until(deadline);
+        return;
+    }
+    for (auto now = clock(); now < deadline; now = clock())
+        std::this_thread::sleep_for(deadline - now);
+}
+
 } // namespace
 
 int exit_code_for(const Error& error) noexcept {
@@ -183,6 +231,13 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             return dump_control_block(o, out);
 
         const auto t0 = std::chrono::steady_clock::now();
+        const Sysfs sys(o.root, env.char_device_probe);
+        const SampleClock clock = env.clock ? env.clock : SampleClock(monotonic_now);
+        // The first sample before discovery, so the interval overlaps it.
+        std::optional<CounterSample> first;
+        if (!o.list && o.interval_ms > 0 && sys.exists("/sys/module/rbln"))
+            first = first_sample(sys, clock);
+
         DiscoveryOptions options;
         options.root = o.root;
         const Discovery d = discover(options);
@@ -199,19 +254,32 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         } else {
             // After discovery, which has closed the nodes it opened, so
             // rbln-smi never lists itself.
+            // Nothing to wait for if the first sample found no counter
+            // (an older rbln.ko): every figure is N/A anyway.
+            if (first && first->any())
+                wait_until(env, clock,
+                           first->cards_time + std::chrono::milliseconds(o.interval_ms));
             std::optional<ClientScan> clients;
             try {
-                clients = scan_clients(Sysfs(o.root, env.char_device_probe));
+                clients = scan_clients(sys);
             } catch (const Error& e) {
                 err << "rbln-smi: warning: processes not shown: " << e.what() << "\n";
             }
             const ClientScan* c = clients ? &*clients : nullptr;
-            out << (o.json ? render_json(d, c) : render_table(d, c));
+            const CounterSample second = take_sample(sys, c, clock);
+            const Utilization util = compute_utilization(first ? &*first : nullptr, second);
+            for (const auto& w : util.warnings)
+                err << "rbln-smi: warning: " << w << "\n";
+            out << (o.json ? render_json(d, c, &util) : render_table(d, c, &util));
+            if (o.timing && util.interval)
+                err << "rbln-smi: utilisation sampled over "
+                    << std::chrono::duration_cast<std::chrono::microseconds>(*util.interval).count()
+                    << " us\n";
         }
         if (o.timing) {
             const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - t0);
-            err << "rbln-smi: discovery and output took " << us.count() << " us\n";
+            err << "rbln-smi: discovery, sampling and output took " << us.count() << " us\n";
         }
         return kExitOk;
     } catch (const Error& e) {

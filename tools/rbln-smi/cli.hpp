@@ -2,6 +2,8 @@
 // cli.hpp - rbln-smi's command line and exit codes.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <ostream>
 #include <span>
 #include <string_view>
@@ -24,10 +26,21 @@ enum ExitCode : int {
 /// The exit code for an error of librbln.
 int exit_code_for(const Error& error) noexcept;
 
+/// The default interval between the two samples of the busy counters.
+inline constexpr unsigned kDefaultIntervalMs = 100;
+/// The longest --interval-ms.
+inline constexpr unsigned kMaxIntervalMs = 60000;
+
 /// What rbln-smi takes from its surroundings besides --root: tests inject
-/// how a /proc/<pid>/fd/<n> of a fake tree is classified.
+/// how a /proc/<pid>/fd/<n> of a fake tree is classified, and the clock and
+/// the wait of the utilisation samples (so they can change the counters
+/// between the samples without sleeping).
 struct Environment {
     CharDeviceProbe char_device_probe; ///< empty: stat()
+    /// The clock of the samples; empty: CLOCK_MONOTONIC.
+    std::function<std::chrono::nanoseconds()> clock{};
+    /// Returns once clock() has reached @deadline; empty: sleeps.
+    std::function<void(std::chrono::nanoseconds deadline)> sleep_until{};
 };
 
 /// Runs rbln-smi with @args (without argv[0]); writes the view to @out and

@@ -47,12 +47,26 @@ std::string state_text(const CardInfo& c) {
     return c.suspended ? c.state + " (suspended)" : c.state;
 }
 
-// "chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, 42.0 C"
-std::string chiplet_line(const ChipletInfo& ch) {
+// Utilisation was sampled: the views show it.
+bool sampled(const Utilization* util) {
+    return util != nullptr && util->sampled;
+}
+
+// Chiplet @i of @card in @util, nullptr if none.
+const ChipletBusy* chiplet_busy(const Utilization* util, const CardInfo& card, std::size_t i) {
+    const CardBusy* c = util != nullptr ? util->card(card.pci_bdf) : nullptr;
+    return c != nullptr && i < c->chiplets.size() ? &c->chiplets[i] : nullptr;
+}
+
+// "chiplet 0: HBM 2 / 256 MiB, largest free 254 MiB, util 37 %, 42.0 C"
+// (util only if @show_util; N/A without a figure).
+std::string chiplet_line(const ChipletInfo& ch, const ChipletBusy* busy, bool show_util) {
     std::string s = "chiplet " + std::to_string(ch.index) + ": HBM " +
                     format_used_total(ch.hbm_used_bytes, ch.hbm_total_bytes);
     if (ch.hbm_largest_free_bytes) // rounded down: that much surely fits
         s += ", largest free " + std::to_string(*ch.hbm_largest_free_bytes / kMiB) + " MiB";
+    if (show_util)
+        s += ", util " + format_percent(busy != nullptr ? busy->percent : std::nullopt);
     if (ch.temperature_mc)
         s += ", " + format_temperature(ch.temperature_mc);
     return s;
@@ -81,12 +95,17 @@ std::size_t process_chiplet_columns(const Discovery& d, const ClientScan& scan) 
 }
 
 // The lines of the Processes section below its title (without the box).
-std::vector<std::string> process_lines(const Discovery& d, const ClientScan& scan) {
+std::vector<std::string> process_lines(const Discovery& d, const ClientScan& scan,
+                                       const Utilization* util) {
     const std::size_t nchip = process_chiplet_columns(d, scan);
+    const bool show_util = sampled(util);
     std::vector<std::string> titles = {"PID", "Process name", "NPU"};
     for (std::size_t i = 0; i < nchip; i++)
         titles.push_back("HBM" + std::to_string(i));
     titles.emplace_back("Host memory");
+    if (show_util)
+        for (std::size_t i = 0; i < nchip; i++)
+            titles.push_back("Util" + std::to_string(i));
 
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> notes; // "also held by ..." under each row, or ""
@@ -104,6 +123,16 @@ std::vector<std::string> process_lines(const Discovery& d, const ClientScan& sca
                 row.emplace_back("N/A");
         }
         row.push_back(format_bytes_or_na(client.info.host.total_bytes));
+        if (show_util) {
+            const std::vector<ChipletBusy>* busy = util->client(client);
+            const std::size_t engines = busy != nullptr ? busy->size() : 0;
+            for (std::size_t i = 0; i < nchip; i++) {
+                if (i >= on_card && i >= engines)
+                    row.emplace_back("-");
+                else
+                    row.push_back(format_percent(i < engines ? (*busy)[i].percent : std::nullopt));
+            }
+        }
         rows.push_back(std::move(row));
 
         std::string note;
@@ -164,7 +193,15 @@ void region_json(JsonWriter& w, const RegionUsage& r) {
     optional_value(w, r.resident_bytes);
 }
 
-void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan) {
+void optional_value(JsonWriter& w, std::optional<unsigned> v) {
+    if (v)
+        w.value(*v);
+    else
+        w.null();
+}
+
+void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
+                    const Utilization* util) {
     w.key("processes");
     if (scan == nullptr) {
         w.null();
@@ -214,6 +251,23 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan) {
             w.end_object();
         }
         w.end_array();
+        w.key("engines");
+        w.begin_array();
+        const std::vector<ChipletBusy>* busy = util != nullptr ? util->client(client) : nullptr;
+        const std::size_t engines = busy != nullptr ? busy->size() : 0;
+        for (std::size_t i = 0; i < std::max(engines, card ? d.cards[*card].chiplets.size() : 0);
+             i++) {
+            const ChipletBusy b = i < engines ? (*busy)[i] : ChipletBusy{};
+            w.begin_object();
+            w.key("chiplet");
+            w.value(static_cast<std::uint64_t>(i));
+            w.key("busy_ns");
+            optional_value(w, b.busy_ns);
+            w.key("utilization_percent");
+            optional_value(w, b.percent);
+            w.end_object();
+        }
+        w.end_array();
         w.key("host_memory");
         w.begin_object();
         region_json(w, client.info.host);
@@ -242,6 +296,10 @@ std::string format_used_total(std::optional<std::uint64_t> used, std::uint64_t t
 
 std::string format_bytes_or_na(std::optional<std::uint64_t> bytes) {
     return bytes ? format_bytes(*bytes) : "N/A";
+}
+
+std::string format_percent(std::optional<unsigned> percent) {
+    return percent ? std::to_string(*percent) + " %" : "N/A";
 }
 
 std::optional<unsigned> card_of(const Discovery& d, const AccelClient& client) {
@@ -301,23 +359,38 @@ std::string format_uuid(const std::array<std::uint8_t, 16>& uuid) {
     return s;
 }
 
-std::string render_table(const Discovery& d, const ClientScan* clients) {
+std::string render_table(const Discovery& d, const ClientScan* clients, const Utilization* util) {
     struct Column {
         std::string title;
         bool right;
     };
-    const std::vector<Column> columns = {
-        {"NPU", true},    {"Family", false}, {"Accel node", false},      {"PCI BDF", false},
-        {"Temp", true},   {"Power", true},   {"HBM used / total", true}, {"Firmware", false},
-        {"State", false},
+    const bool show_util = sampled(util);
+    std::vector<Column> columns = {
+        {"NPU", true},  {"Family", false}, {"Accel node", false},      {"PCI BDF", false},
+        {"Temp", true}, {"Power", true},   {"HBM used / total", true},
     };
+    if (show_util)
+        columns.push_back({"Util", true});
+    columns.push_back({"Firmware", false});
+    columns.push_back({"State", false});
     std::vector<std::vector<std::string>> rows;
     rows.reserve(d.cards.size());
-    for (const auto& c : d.cards)
-        rows.push_back(
-            {std::to_string(c.index), std::string(family_display_name(c.family)), c.accel_node,
-             c.pci_bdf, format_temperature(c.temperature_mc), format_power(c.power_uw),
-             format_used_total(c.hbm_used_bytes, c.hbm_total_bytes), c.fw_version, state_text(c)});
+    for (const auto& c : d.cards) {
+        std::vector<std::string> row = {std::to_string(c.index),
+                                        std::string(family_display_name(c.family)),
+                                        c.accel_node,
+                                        c.pci_bdf,
+                                        format_temperature(c.temperature_mc),
+                                        format_power(c.power_uw),
+                                        format_used_total(c.hbm_used_bytes, c.hbm_total_bytes)};
+        if (show_util) {
+            const CardBusy* busy = util->card(c.pci_bdf);
+            row.push_back(format_percent(busy != nullptr ? busy->percent : std::nullopt));
+        }
+        row.push_back(c.fw_version);
+        row.push_back(state_text(c));
+        rows.push_back(std::move(row));
+    }
 
     std::vector<std::size_t> width;
     width.reserve(columns.size());
@@ -328,7 +401,7 @@ std::string render_table(const Discovery& d, const ClientScan* clients) {
             width[i] = std::max(width[i], row[i].size());
 
     const std::vector<std::string> procs =
-        clients != nullptr ? process_lines(d, *clients) : std::vector<std::string>{};
+        clients != nullptr ? process_lines(d, *clients, util) : std::vector<std::string>{};
 
     // Inner width: cells plus " | " separators; widen the last column when
     // the header, a chiplet line or the Processes section needs more.
@@ -341,8 +414,11 @@ std::string render_table(const Discovery& d, const ClientScan* clients) {
     const std::string right = "librbln: " + std::string(library_version());
     std::size_t needed = left.size() + mid.size() + right.size() + 8;
     for (const auto& c : d.cards)
-        for (const auto& ch : c.chiplets)
-            needed = std::max(needed, width[0] + 3 + chiplet_line(ch).size());
+        for (std::size_t i = 0; i < c.chiplets.size(); i++)
+            needed = std::max(
+                needed,
+                width[0] + 3 +
+                    chiplet_line(c.chiplets[i], chiplet_busy(util, c, i), show_util).size());
     for (const auto& p : procs)
         needed = std::max(needed, p.size());
     if (needed > inner) {
@@ -384,8 +460,12 @@ std::string render_table(const Discovery& d, const ClientScan* clients) {
     for (std::size_t r = 0; r < rows.size(); r++) {
         out += line(rows[r]);
         const std::size_t rest = inner - width[0] - 3;
-        for (const auto& ch : d.cards[r].chiplets)
-            out += "| " + std::string(width[0], ' ') + " | " + fit(chiplet_line(ch), rest) + " |\n";
+        const CardInfo& card = d.cards[r];
+        for (std::size_t i = 0; i < card.chiplets.size(); i++)
+            out +=
+                "| " + std::string(width[0], ' ') + " | " +
+                fit(chiplet_line(card.chiplets[i], chiplet_busy(util, card, i), show_util), rest) +
+                " |\n";
         out += rule('-', true);
     }
     if (clients != nullptr) {
@@ -414,7 +494,7 @@ std::string render_list(const Discovery& d) {
     return out;
 }
 
-std::string render_json(const Discovery& d, const ClientScan* clients) {
+std::string render_json(const Discovery& d, const ClientScan* clients, const Utilization* util) {
     JsonWriter w;
     w.begin_object();
     w.key("schema_version");
@@ -433,6 +513,11 @@ std::string render_json(const Discovery& d, const ClientScan* clients) {
     w.key("version");
     w.value(library_version());
     w.end_object();
+    w.key("utilization_sample_ns");
+    if (util != nullptr && util->interval)
+        w.value(static_cast<std::int64_t>(util->interval->count()));
+    else
+        w.null();
     w.key("cards");
     w.begin_array();
     for (const auto& c : d.cards) {
@@ -463,9 +548,14 @@ std::string render_json(const Discovery& d, const ClientScan* clients) {
         w.value(c.hbm_total_bytes);
         w.key("hbm_used_bytes");
         optional_value(w, c.hbm_used_bytes);
+        const CardBusy* busy = util != nullptr ? util->card(c.pci_bdf) : nullptr;
+        w.key("utilization_percent");
+        optional_value(w, busy != nullptr ? busy->percent : std::nullopt);
         w.key("chiplets");
         w.begin_array();
-        for (const auto& ch : c.chiplets) {
+        for (std::size_t i = 0; i < c.chiplets.size(); i++) {
+            const ChipletInfo& ch = c.chiplets[i];
+            const ChipletBusy* b = chiplet_busy(util, c, i);
             w.begin_object();
             w.key("index");
             w.value(ch.index);
@@ -480,6 +570,10 @@ std::string render_json(const Discovery& d, const ClientScan* clients) {
             optional_value(w, ch.hbm_used_bytes);
             w.key("hbm_largest_free_bytes");
             optional_value(w, ch.hbm_largest_free_bytes);
+            w.key("busy_ns");
+            optional_value(w, b != nullptr ? b->busy_ns : std::nullopt);
+            w.key("utilization_percent");
+            optional_value(w, b != nullptr ? b->percent : std::nullopt);
             w.end_object();
         }
         w.end_array();
@@ -504,7 +598,7 @@ std::string render_json(const Discovery& d, const ClientScan* clients) {
         w.end_object();
     }
     w.end_array();
-    processes_json(w, d, clients);
+    processes_json(w, d, clients, util);
     w.end_object();
     return w.finish();
 }

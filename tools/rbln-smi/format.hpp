@@ -9,6 +9,7 @@
 #include "rbln/discovery.hpp"
 #include "rbln/fdinfo.hpp"
 #include "rbln/fw_ctrl.hpp"
+#include "utilization.hpp"
 
 namespace rbln::smi {
 
@@ -28,19 +29,26 @@ std::string format_uuid(const std::array<std::uint8_t, 16>& uuid);
 std::string format_used_total(std::optional<std::uint64_t> used, std::uint64_t total);
 /// format_bytes(), or "N/A".
 std::string format_bytes_or_na(std::optional<std::uint64_t> bytes);
+/// "37 %", or "N/A".
+std::string format_percent(std::optional<unsigned> percent);
 
 /// The index of the card a client belongs to (its drm-pdev is the card's
 /// PCI BDF), nullopt if it is none of @discovery's cards.
 std::optional<unsigned> card_of(const Discovery& discovery, const AccelClient& client);
 
 /// The default view: a boxed table headed by the driver and library
-/// versions; with @clients, followed by the Processes section.
-std::string render_table(const Discovery& discovery, const ClientScan* clients = nullptr);
+/// versions; with @clients, followed by the Processes section.  With
+/// @util sampled, a Util column per card, "util N %" per chiplet and a
+/// Util<i> column per chiplet in the Processes section.
+std::string render_table(const Discovery& discovery, const ClientScan* clients = nullptr,
+                         const Utilization* util = nullptr);
 /// -L: one line per card.
 std::string render_list(const Discovery& discovery);
 /// -j: the JSON document (schema_version 2); without @clients,
-/// "processes" and "processes_not_inspected" are null.
-std::string render_json(const Discovery& discovery, const ClientScan* clients = nullptr);
+/// "processes" and "processes_not_inspected" are null; the busy counters
+/// and utilisation figures are null where @util (or it) has none.
+std::string render_json(const Discovery& discovery, const ClientScan* clients = nullptr,
+                        const Utilization* util = nullptr);
 
 /// --dump-control-block, as text or JSON.
 std::string render_control_block(const fw::ControlBlock& cb);

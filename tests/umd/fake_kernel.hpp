@@ -4,7 +4,13 @@
 // memory behind their mmap offsets), queues, jobs and syncobjs as the
 // uAPI describes them, checks inputs the way rbln_accel.h documents, can
 // fail the next call of any kind with a given errno, and counts calls.
-// Jobs complete at once unless hold_jobs is set (then complete_jobs()).
+// Jobs complete at once unless hold_jobs is set (then complete_jobs(), or a
+// WAIT with a deadline, which plays the card running while the host waits).
+// With run_packets set, a job that completes runs its command buffer like
+// the card would, on the fake's memory: NOP, COPY, COPY_STRIDED, FILL, SIGNAL, WAIT (not yet true:
+// the job fails with -ETIMEDOUT), TIMESTAMP (a fake clock) and LAUNCH
+// (ignored); an address outside every buffer fails the job with -EFAULT, a
+// bad packet with -EINVAL.  Syncobjs are timelines (point 0: binary).
 #pragma once
 
 #include <algorithm>
@@ -12,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -21,6 +28,7 @@
 
 #include "drm/rbln_accel.h"
 #include "rbln/kernel.hpp"
+#include "rbln_fw_cmd.h"
 
 namespace rbln::test {
 
@@ -66,17 +74,46 @@ public:
     std::size_t mapping_count() const { return maps_.size(); }
     std::uint64_t hbm_used(unsigned chiplet) const { return hbm_used_[chiplet]; }
     /// Jobs submitted but not done (only with hold_jobs).
-    std::size_t pending_jobs() const {
-        std::size_t n = 0;
-        for (const auto& [id, q] : queues_)
-            n += q.submitted - q.completed;
-        return n;
+    std::size_t pending_jobs() const { return pending_.size(); }
+    /// Completes (runs) the first @max held jobs in submission order.
+    void complete_jobs(std::size_t max = SIZE_MAX) {
+        while (max-- > 0 && !pending_.empty()) {
+            const PendingJob j = pending_.front();
+            pending_.pop_front();
+            run_job(j);
+        }
     }
-    /// Completes every held job.
-    void complete_jobs() {
-        for (auto& [id, q] : queues_)
-            q.completed = q.submitted;
+    /// Whether job @seqno of @queue is done (no call counted).
+    bool job_done(std::uint32_t queue, std::uint64_t seqno) const {
+        auto q = queues_.find(queue);
+        return q != queues_.end() && seqno <= q->second.completed;
     }
+    /// The job error (-errno) of a done job.
+    int job_error(std::uint32_t queue, std::uint64_t seqno) const {
+        auto q = queues_.find(queue);
+        if (q == queues_.end())
+            return 0;
+        auto e = q->second.errors.find(seqno);
+        return e == q->second.errors.end() ? 0 : e->second;
+    }
+    /// A blocking WAIT on a held job completes held jobs up to it.
+    bool complete_on_blocking_wait = true;
+    /// Completed jobs run their packets (else they only complete).
+    bool run_packets = false;
+    /// The fake card clock TIMESTAMP packets store (advances 1000 ns each).
+    std::uint64_t clock_ns = 1000000;
+    /// The CPU view of device VA @va (nullptr if no buffer holds it).
+    std::byte* translate(std::uint64_t va, std::uint64_t len = 1) {
+        for (auto& [h, bo] : bos_) {
+            std::byte* base = bo.memory ? bo.memory.get() : bo.user;
+            if (base != nullptr && va >= bo.device_va && va - bo.device_va + len <= bo.size &&
+                len <= bo.size)
+                return base + (va - bo.device_va);
+        }
+        return nullptr;
+    }
+    /// The in-syncs of the last accepted SUBMIT.
+    std::vector<SyncPoint> last_in_syncs;
 
     bool hold_jobs = false; ///< jobs stay pending until complete_jobs()
     int next_job_error = 0; ///< the job error (-errno) of the next job submitted
@@ -174,6 +211,7 @@ public:
         pinned_ += size;
         Bo bo;
         bo.size = size;
+        bo.user = static_cast<std::byte*>(addr);
         bo.region = RBLN_REGION_USERPTR;
         bo.flags = (flags & RBLN_USERPTR_READ_ONLY) != 0 ? RBLN_BO_DEVICE_READ_ONLY : 0;
         bo.device_va = next_va_;
@@ -256,17 +294,24 @@ public:
                 fail(KernelOp::Submit, ENOENT);
         if (a.out.handle != 0 && syncobjs_.find(a.out.handle) == syncobjs_.end())
             fail(KernelOp::Submit, ENOENT);
+        for (const SyncPoint& s : a.in_syncs)
+            if (!find_fence(s))
+                fail(KernelOp::Submit, EINVAL); // no fence at that point yet
         Queue& queue = q->second;
         const std::uint64_t seqno = ++queue.submitted;
-        queue.errors[seqno] = std::exchange(next_job_error, 0);
-        if (!hold_jobs)
-            queue.completed = seqno;
         if (a.out.handle != 0)
-            syncobjs_[a.out.handle] = Fence{a.queue_id, seqno};
+            syncobjs_[a.out.handle][a.out.point] = Fence{a.queue_id, seqno};
         last_submit = a;
         last_bo_handles.assign(a.bo_handles.begin(), a.bo_handles.end());
         last_submit.bo_handles = last_bo_handles;
+        last_in_syncs.assign(a.in_syncs.begin(), a.in_syncs.end());
         last_submit.in_syncs = {};
+        const PendingJob job{a.queue_id,   seqno,      a.cmd_handle,
+                             a.cmd_offset, a.cmd_size, std::exchange(next_job_error, 0)};
+        if (hold_jobs)
+            pending_.push_back(job);
+        else
+            run_job(job);
         return seqno;
     }
 
@@ -275,17 +320,18 @@ public:
         std::uint32_t queue_id = a.queue_id;
         std::uint64_t seqno = a.seqno;
         if (a.sync) {
-            auto s = syncobjs_.find(a.sync->handle);
-            if (s == syncobjs_.end())
+            const Fence* f = find_fence(*a.sync);
+            if (f == nullptr) // no fence yet: rbln.ko says ENOENT
                 fail(KernelOp::Wait, ENOENT);
-            if (s->second.seqno == 0) // no fence yet: rbln.ko says ENOENT
-                fail(KernelOp::Wait, ENOENT);
-            queue_id = s->second.queue_id;
-            seqno = s->second.seqno;
+            queue_id = f->queue_id;
+            seqno = f->seqno;
         }
         auto q = queues_.find(queue_id);
         if (q == queues_.end() || seqno == 0 || seqno > q->second.submitted)
             fail(KernelOp::Wait, ENOENT);
+        if (seqno > q->second.completed && a.deadline_ns != 0 && complete_on_blocking_wait)
+            while (seqno > q->second.completed && !pending_.empty())
+                complete_jobs(1);
         if (seqno > q->second.completed)
             return {false, 0};
         return {true, q->second.errors[seqno]};
@@ -296,7 +342,7 @@ public:
         if (flags != 0)
             fail(KernelOp::SyncobjCreate, EINVAL);
         const std::uint32_t h = next_syncobj_++;
-        syncobjs_[h] = Fence{};
+        syncobjs_[h] = {};
         return h;
     }
 
@@ -321,6 +367,7 @@ private:
         std::uint64_t device_va = 0;
         std::uint64_t mmap_offset = 0;
         std::unique_ptr<std::byte[]> memory; ///< host and HBM buffers (CPU view)
+        std::byte* user = nullptr;           ///< userptr buffers: the user's memory
     };
     struct Queue {
         std::uint32_t mask = 0;
@@ -330,8 +377,127 @@ private:
     };
     struct Fence {
         std::uint32_t queue_id = 0;
-        std::uint64_t seqno = 0; ///< 0: no fence
+        std::uint64_t seqno = 0;
     };
+    struct PendingJob {
+        std::uint32_t queue_id = 0;
+        std::uint64_t seqno = 0;
+        std::uint32_t cmd_handle = 0;
+        std::uint64_t cmd_offset = 0;
+        std::uint32_t cmd_size = 0;
+        int injected_error = 0;
+    };
+
+    // The fence of a syncobj point: point 0 the binary fence, else the
+    // first point at or after it (as a timeline's chain finds it).
+    const Fence* find_fence(const SyncPoint& s) const {
+        auto it = syncobjs_.find(s.handle);
+        if (it == syncobjs_.end())
+            return nullptr;
+        auto f = it->second.lower_bound(s.point);
+        return f == it->second.end() ? nullptr : &f->second;
+    }
+
+    // Runs a job's packets on the fake's memory; its error (-errno) or 0.
+    int execute(const PendingJob& j) {
+        auto cmd = bos_.find(j.cmd_handle);
+        if (cmd == bos_.end() || !cmd->second.memory)
+            return -EFAULT;
+        const std::byte* p = cmd->second.memory.get() + j.cmd_offset;
+        for (std::uint32_t off = 0; off < j.cmd_size;) {
+            std::uint32_t hdr = 0;
+            std::memcpy(&hdr, p + off, sizeof(hdr));
+            const std::uint32_t bytes = RBLN_FW_PKT_BYTES(hdr);
+            if (bytes == 0 || off + bytes > j.cmd_size)
+                return -EINVAL;
+            const std::byte* pkt = p + off;
+            off += bytes;
+            switch (RBLN_FW_PKT_OP(hdr)) {
+            case RBLN_FW_PKT_NOP:
+            case RBLN_FW_PKT_LAUNCH:
+                break;
+            case RBLN_FW_PKT_COPY: {
+                rbln_fw_pkt_copy c{};
+                std::memcpy(&c, pkt, sizeof(c));
+                std::byte* s = translate(c.src, c.size);
+                std::byte* d = translate(c.dst, c.size);
+                if (c.size != 0 && (s == nullptr || d == nullptr))
+                    return -EFAULT;
+                if (c.size != 0)
+                    std::memmove(d, s, c.size);
+                break;
+            }
+            case RBLN_FW_PKT_COPY_STRIDED: {
+                rbln_fw_pkt_copy_strided c{};
+                std::memcpy(&c, pkt, sizeof(c));
+                for (std::uint32_t z = 0; z < c.depth; z++)
+                    for (std::uint32_t y = 0; y < c.height; y++) {
+                        std::byte* s =
+                            translate(c.src + z * c.src_slice + y * c.src_pitch, c.width);
+                        std::byte* d =
+                            translate(c.dst + z * c.dst_slice + y * c.dst_pitch, c.width);
+                        if (s == nullptr || d == nullptr)
+                            return -EFAULT;
+                        std::memmove(d, s, c.width);
+                    }
+                break;
+            }
+            case RBLN_FW_PKT_FILL: {
+                rbln_fw_pkt_fill f{};
+                std::memcpy(&f, pkt, sizeof(f));
+                std::byte* d = translate(f.dst, f.size);
+                if (d == nullptr && f.size != 0)
+                    return -EFAULT;
+                for (std::uint64_t i = 0; i < f.size; i++)
+                    d[i] = static_cast<std::byte>(f.pattern >> (8 * (i % f.pattern_bytes)));
+                break;
+            }
+            case RBLN_FW_PKT_SIGNAL: {
+                rbln_fw_pkt_signal g{};
+                std::memcpy(&g, pkt, sizeof(g));
+                std::byte* d = translate(g.va, 8);
+                if (d == nullptr)
+                    return -EFAULT;
+                std::memcpy(d, &g.value, 8);
+                break;
+            }
+            case RBLN_FW_PKT_WAIT: {
+                rbln_fw_pkt_wait w{};
+                std::memcpy(&w, pkt, sizeof(w));
+                std::byte* d = translate(w.va, 8);
+                if (d == nullptr)
+                    return -EFAULT;
+                std::uint64_t v = 0;
+                std::memcpy(&v, d, 8);
+                if (v < w.value)
+                    return -ETIMEDOUT;
+                break;
+            }
+            case RBLN_FW_PKT_TIMESTAMP: {
+                rbln_fw_pkt_timestamp t{};
+                std::memcpy(&t, pkt, sizeof(t));
+                std::byte* d = translate(t.va, 8);
+                if (d == nullptr)
+                    return -EFAULT;
+                clock_ns += 1000;
+                std::memcpy(d, &clock_ns, 8);
+                break;
+            }
+            default:
+                return -EINVAL;
+            }
+        }
+        return 0;
+    }
+
+    void run_job(const PendingJob& j) {
+        const int err = run_packets ? execute(j) : 0;
+        auto q = queues_.find(j.queue_id);
+        if (q == queues_.end())
+            return;
+        q->second.errors[j.seqno] = j.injected_error != 0 ? j.injected_error : err;
+        q->second.completed = std::max(q->second.completed, j.seqno);
+    }
 
     static unsigned index(KernelOp op) { return static_cast<unsigned>(op); }
     static std::uint64_t round_up(std::uint64_t v, std::uint64_t to) {
@@ -365,7 +531,8 @@ private:
     std::vector<std::unique_ptr<std::byte[]>> orphans_;
     std::map<void*, std::size_t> maps_;
     std::map<std::uint32_t, Queue> queues_;
-    std::map<std::uint32_t, Fence> syncobjs_;
+    std::map<std::uint32_t, std::map<std::uint64_t, Fence>> syncobjs_; ///< handle -> point -> fence
+    std::deque<PendingJob> pending_;
     std::array<std::uint64_t, kMaxChiplets> hbm_used_{};
     std::uint64_t pinned_ = 0;
     std::uint32_t next_handle_ = 1;

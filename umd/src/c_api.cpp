@@ -10,6 +10,8 @@
 #include <new>
 #include <string>
 
+#include "rbln/copy.hpp"
+#include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
@@ -73,6 +75,46 @@ std::uint32_t family_code(rbln::Family family) {
 
 } // namespace
 
+// The opaque handles of rbln.h.
+struct rbln_stream {
+    rbln::Stream stream;
+};
+struct rbln_event {
+    rbln::Event event;
+};
+struct rbln_buffer {
+    std::shared_ptr<rbln::Device> device;
+    std::shared_ptr<rbln::Memory> memory;
+};
+
+namespace {
+
+std::shared_ptr<rbln::Device> device_at(int index) {
+    if (index == -1)
+        return rbln::Device::current();
+    if (index < 0)
+        throw rbln::Error(rbln::Errc::NoDevice, "device", std::to_string(index), 0,
+                          "no such logical device");
+    return rbln::Device::get(static_cast<unsigned>(index));
+}
+
+rbln::Stream stream_for(rbln_stream* stream, rbln::Device& device) {
+    return stream != nullptr ? stream->stream : device.default_stream();
+}
+
+rbln_status not_null(const void* p, const char* what) {
+    if (p == nullptr)
+        return fail(RBLN_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+    return RBLN_OK;
+}
+
+template <typename T> rbln_status hand_out(std::unique_ptr<T> object, T** out) {
+    *out = object.release();
+    return RBLN_OK;
+}
+
+} // namespace
+
 extern "C" {
 
 const char* rbln_version(void) {
@@ -82,7 +124,7 @@ const char* rbln_version(void) {
 const char* rbln_status_name(rbln_status status) {
     if (status == RBLN_OK)
         return "ok";
-    if (status < RBLN_ERR_INVALID_ARGUMENT || status > RBLN_ERR_TIMEOUT)
+    if (status < RBLN_ERR_INVALID_ARGUMENT || status > RBLN_ERR_NOT_READY)
         return "unknown";
     // errc_name returns views of string literals: NUL-terminated.
     return rbln::errc_name(static_cast<rbln::Errc>(status)).data();
@@ -174,6 +216,7 @@ rbln_status rbln_set_root(const char* root) {
         rbln::RuntimeOptions options;
         options.root = g_root;
         rbln::Runtime::reset_process(std::move(options));
+        rbln::Device::reset_process_devices();
         return RBLN_OK;
     });
 }
@@ -259,6 +302,242 @@ rbln_status rbln_parse_device(const char* text, int* index) {
 rbln_status rbln_check_fork(void) {
     return guarded([&] {
         rbln::Runtime::process().check_fork();
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_stream_create(int device, rbln_stream** stream) {
+    return guarded([&] {
+        if (stream == nullptr)
+            return not_null(stream, "rbln_stream_create: stream");
+        auto dev = device_at(device);
+        return hand_out(std::make_unique<rbln_stream>(rbln_stream{rbln::Stream(dev)}), stream);
+    });
+}
+
+rbln_status rbln_stream_destroy(rbln_stream* stream) {
+    return guarded([&] {
+        const std::unique_ptr<rbln_stream> owned(stream);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_stream_query(rbln_stream* stream) {
+    return guarded([&] {
+        rbln::Stream s =
+            stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
+        return s.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
+    });
+}
+
+rbln_status rbln_stream_synchronize(rbln_stream* stream) {
+    return guarded([&] {
+        rbln::Stream s =
+            stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
+        s.synchronize();
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event) {
+    return guarded([&] {
+        if (event == nullptr)
+            return not_null(event, "rbln_stream_wait_event: event");
+        rbln::Stream s =
+            stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
+        s.wait_event(event->event);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_event_create(rbln_event** event, uint32_t flags) {
+    return guarded([&] {
+        if (event == nullptr)
+            return not_null(event, "rbln_event_create: event");
+        if ((flags & ~RBLN_EVENT_DISABLE_TIMING) != 0)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_event_create: unknown flags");
+        const bool timing = (flags & RBLN_EVENT_DISABLE_TIMING) == 0;
+        return hand_out(std::make_unique<rbln_event>(rbln_event{rbln::Event(timing)}), event);
+    });
+}
+
+rbln_status rbln_event_destroy(rbln_event* event) {
+    return guarded([&] {
+        const std::unique_ptr<rbln_event> owned(event);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream) {
+    return guarded([&] {
+        if (event == nullptr)
+            return not_null(event, "rbln_event_record: event");
+        rbln::Stream s =
+            stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
+        event->event.record(s);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_event_query(rbln_event* event) {
+    return guarded([&] {
+        if (event == nullptr)
+            return not_null(event, "rbln_event_query: event");
+        return event->event.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
+    });
+}
+
+rbln_status rbln_event_synchronize(rbln_event* event) {
+    return guarded([&] {
+        if (event == nullptr)
+            return not_null(event, "rbln_event_synchronize: event");
+        event->event.synchronize();
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* end) {
+    return guarded([&] {
+        if (ms == nullptr || start == nullptr || end == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT,
+                        "rbln_event_elapsed_time: ms, start or end is NULL");
+        *ms = static_cast<float>(rbln::Event::elapsed_time(start->event, end->event));
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_device_synchronize(int device) {
+    return guarded([&] {
+        device_at(device)->synchronize();
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_device_submit_path(int device, int* io_uring) {
+    return guarded([&] {
+        if (io_uring == nullptr)
+            return not_null(io_uring, "rbln_device_submit_path: io_uring");
+        *io_uring = device_at(device)->submitter().path() == rbln::Submitter::Path::IoUring;
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer) {
+    return guarded([&] {
+        if (buffer == nullptr)
+            return not_null(buffer, "rbln_malloc: buffer");
+        auto dev = device_at(device);
+        auto mem = dev->allocate(size);
+        return hand_out(std::make_unique<rbln_buffer>(rbln_buffer{dev, std::move(mem)}), buffer);
+    });
+}
+
+rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void** host) {
+    return guarded([&] {
+        if (buffer == nullptr || host == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_malloc_host: buffer or host is NULL");
+        auto dev = device_at(device);
+        auto mem = dev->allocate_host(size);
+        *host = mem->host_data();
+        return hand_out(std::make_unique<rbln_buffer>(rbln_buffer{dev, std::move(mem)}), buffer);
+    });
+}
+
+rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer** buffer) {
+    return guarded([&] {
+        if (buffer == nullptr || data == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_host_register: data or buffer is NULL");
+        auto dev = device_at(device);
+        auto mem = dev->register_host(data, size);
+        return hand_out(std::make_unique<rbln_buffer>(rbln_buffer{dev, std::move(mem)}), buffer);
+    });
+}
+
+rbln_status rbln_buffer_free(rbln_buffer* buffer) {
+    return guarded([&] {
+        const std::unique_ptr<rbln_buffer> owned(buffer);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* src, size_t size,
+                             rbln_stream* stream, int non_blocking) {
+    return guarded([&] {
+        if (dst == nullptr)
+            return not_null(dst, "rbln_memcpy_htod: dst");
+        rbln::Stream s = stream_for(stream, *dst->device);
+        rbln::copy(s, rbln::CopyEndpoint::of(dst->memory, dst_offset, size),
+                   rbln::CopyEndpoint::of_host(src, size), non_blocking != 0);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, size_t size,
+                             rbln_stream* stream, int non_blocking) {
+    return guarded([&] {
+        if (src == nullptr)
+            return not_null(src, "rbln_memcpy_dtoh: src");
+        rbln::Stream s = stream_for(stream, *src->device);
+        rbln::copy(s, rbln::CopyEndpoint::of_host(dst, size),
+                   rbln::CopyEndpoint::of(src->memory, src_offset, size), non_blocking != 0);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* src,
+                             size_t src_offset, size_t size, rbln_stream* stream,
+                             int non_blocking) {
+    return guarded([&] {
+        if (dst == nullptr || src == nullptr)
+            return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_memcpy_dtod: dst or src is NULL");
+        rbln::Stream s = stream_for(stream, *dst->device);
+        rbln::copy(s, rbln::CopyEndpoint::of(dst->memory, dst_offset, size),
+                   rbln::CopyEndpoint::of(src->memory, src_offset, size), non_blocking != 0);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t size,
+                        rbln_stream* stream) {
+    return guarded([&] {
+        if (buffer == nullptr)
+            return not_null(buffer, "rbln_memset: buffer");
+        if (buffer->memory->is_host()) {
+            if (offset > buffer->memory->size() || size > buffer->memory->size() - offset)
+                return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_memset: range outside the buffer");
+            std::memset(buffer->memory->host_data() + offset, value, size);
+            return RBLN_OK;
+        }
+        rbln::Stream s = stream_for(stream, *buffer->device);
+        s.fill(buffer->memory, offset, size, static_cast<std::uint8_t>(value), 1);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats) {
+    return guarded([&] {
+        if (stats == nullptr)
+            return not_null(stats, "rbln_device_copy_stats: stats");
+        const std::uint32_t caller = stats->struct_size;
+        if (caller < 8)
+            return fail(RBLN_ERR_INVALID_ARGUMENT,
+                        "rbln_device_copy_stats: set stats->struct_size");
+        const rbln::CopyStats c = device_at(device)->copy_stats();
+        rbln_copy_stats out{};
+        out.struct_size = sizeof(out) < caller ? sizeof(out) : caller;
+        out.async_h2d = c.async_h2d;
+        out.async_d2h = c.async_d2h;
+        out.async_d2d = c.async_d2d;
+        out.sync_h2d = c.sync_h2d;
+        out.sync_d2h = c.sync_d2h;
+        out.sync_d2d = c.sync_d2d;
+        out.host_to_host = c.host_to_host;
+        out.cross_device_via_host = c.cross_device_via_host;
+        out.cross_device_card_to_card = c.cross_device_card_to_card;
+        out.drains = c.drains;
+        out.bytes_async = c.bytes_async;
+        out.bytes_sync = c.bytes_sync;
+        std::memcpy(stats, &out, out.struct_size);
         return RBLN_OK;
     });
 }

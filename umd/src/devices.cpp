@@ -293,8 +293,10 @@ DeviceMapping plan_device_mapping(std::span<const CardInfo> cards, const EnvSour
         LogicalDevice d;
         d.index = i;
         d.npus = groups[i];
-        for (unsigned v : d.npus)
+        for (unsigned v : d.npus) {
             d.physical_ids.push_back(m.visible[v]);
+            d.nodes.push_back(cards[m.visible[v]].accel_node);
+        }
         d.family = cards[d.physical_ids.front()].family;
         m.devices.push_back(std::move(d));
     }

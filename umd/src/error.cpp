@@ -42,6 +42,10 @@ std::string_view errc_name(Errc code) noexcept {
         return "out-of-memory";
     case Errc::Timeout:
         return "timeout";
+    case Errc::JobFailed:
+        return "job-failed";
+    case Errc::NotReady:
+        return "not-ready";
     }
     return "unknown";
 }

@@ -67,6 +67,7 @@ struct LogicalDevice {
     unsigned index = 0;                 ///< logical device id ("rbln:<index>")
     std::vector<unsigned> npus;         ///< NPU ids (indices into the visible list)
     std::vector<unsigned> physical_ids; ///< the same NPUs as indices of the discovered cards
+    std::vector<std::string> nodes;     ///< their /dev/accel nodes, in the same order
     Family family = Family::Unknown;
 };
 

@@ -28,6 +28,8 @@ enum class Errc : int {
     BadFork = 13,         ///< a fork() child of a process that used a device tried to use it
     OutOfMemory = 14,     ///< the kernel is out of memory, device memory or device VA
     Timeout = 15,         ///< a deadline passed before the job or fence was done
+    JobFailed = 16,       ///< a job failed on the card (MMU fault, bad packet, DMA error, reset)
+    NotReady = 17,        ///< the work asked about has not completed yet
 };
 
 /// Short stable name of an error code, e.g. "permission-denied".

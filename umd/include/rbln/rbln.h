@@ -37,6 +37,8 @@ typedef enum rbln_status {
     RBLN_ERR_BAD_FORK = 13,      /* fork() child of a process that used a device */
     RBLN_ERR_OUT_OF_MEMORY = 14, /* kernel/device memory or device VA exhausted */
     RBLN_ERR_TIMEOUT = 15,       /* a deadline passed */
+    RBLN_ERR_JOB_FAILED = 16,    /* work failed on the card; the message says how */
+    RBLN_ERR_NOT_READY = 17,     /* the work asked about has not completed yet */
 } rbln_status;
 
 #define RBLN_DEVICE_FAMILY_UNKNOWN 0
@@ -134,6 +136,97 @@ rbln_status rbln_parse_device(const char* text, int* index);
  * had used a device (such a child cannot use it: start workers with the
  * spawn start method); RBLN_OK otherwise. */
 rbln_status rbln_check_fork(void);
+
+/*
+ * Streams, events and copies (rbln/stream.hpp, rbln/copy.hpp, rbln/device.hpp
+ * say the same in more words).
+ *
+ * Devices are logical device indices; -1 is the calling thread's current
+ * device.  Using a device commits the device mapping.  A NULL stream is the
+ * default stream of the device concerned (for copies: of the device
+ * buffer's device; of the destination's for device to device).  Work on one
+ * stream runs in order; work of different streams may overlap; the default
+ * stream is an ordinary stream (it does not synchronise with the others).
+ * Failures of work on the card (RBLN_ERR_JOB_FAILED, RBLN_ERR_TIMEOUT) are
+ * reported by the next synchronize of the stream or device.
+ */
+typedef struct rbln_stream rbln_stream; /* opaque */
+typedef struct rbln_event rbln_event;   /* opaque */
+typedef struct rbln_buffer rbln_buffer; /* opaque: device or pinned host memory */
+
+/* A new stream (a kernel queue) on @device. */
+rbln_status rbln_stream_create(int device, rbln_stream** stream);
+/* Waits for the stream's work, then frees it.  NULL is a no-op. */
+rbln_status rbln_stream_destroy(rbln_stream* stream);
+/* RBLN_OK if all work enqueued so far is done, RBLN_ERR_NOT_READY if not. */
+rbln_status rbln_stream_query(rbln_stream* stream);
+/* Blocks until the stream's work is done; reports its first failure. */
+rbln_status rbln_stream_synchronize(rbln_stream* stream);
+/* Later work of @stream waits for @event on the device (the host does not
+ * block); a never-recorded event is a no-op. */
+rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event);
+
+#define RBLN_EVENT_DISABLE_TIMING (1u << 0) /* no timestamps: no elapsed time */
+
+rbln_status rbln_event_create(rbln_event** event, uint32_t flags);
+/* Frees the event (work it marks still runs).  NULL is a no-op. */
+rbln_status rbln_event_destroy(rbln_event* event);
+/* Marks the work enqueued on @stream so far; recording again moves the mark. */
+rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream);
+/* RBLN_OK if the marked work is done (or never recorded), else RBLN_ERR_NOT_READY. */
+rbln_status rbln_event_query(rbln_event* event);
+/* Blocks until the marked work is done. */
+rbln_status rbln_event_synchronize(rbln_event* event);
+/* Card time between two marks, in ms; RBLN_ERR_NOT_READY if not both done. */
+rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* end);
+
+/* Waits for the device's pending async transfers and all its streams. */
+rbln_status rbln_device_synchronize(int device);
+/* 1 in *io_uring if the device submits over io_uring, 0 for the ioctl fallback. */
+rbln_status rbln_device_submit_path(int device, int* io_uring);
+
+/* Device memory (HBM) of @size bytes. */
+rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer);
+/* Pinned host memory of @size bytes for @device; its address in *host. */
+rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void** host);
+/* Pins the caller's memory (page-aligned address and size) for @device;
+ * copies from/to plain pointers inside it become asynchronous.  The memory
+ * must stay valid until the buffer is freed. */
+rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer** buffer);
+/* Drops the caller's reference; in-flight copies keep the memory until done. */
+rbln_status rbln_buffer_free(rbln_buffer* buffer);
+
+/*
+ * Copies.  Asynchronous (with @non_blocking, the call returns once the copy
+ * is enqueued) only if the host side is pinned memory of the device and
+ * both sides are contiguous and of the same size; otherwise synchronous,
+ * after the device's pending async copies.
+ */
+rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* src, size_t size,
+                             rbln_stream* stream, int non_blocking);
+rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, size_t size,
+                             rbln_stream* stream, int non_blocking);
+/* Between buffers of one device, or of two (through host memory). */
+rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* src,
+                             size_t src_offset, size_t size, rbln_stream* stream, int non_blocking);
+/* Fills @size bytes at @offset with the byte @value, in stream order. */
+rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t size,
+                        rbln_stream* stream);
+
+struct rbln_copy_stats {
+    uint32_t struct_size; /* in: sizeof(struct rbln_copy_stats) */
+    uint32_t pad;
+    uint64_t async_h2d, async_d2h, async_d2d;
+    uint64_t sync_h2d, sync_d2h, sync_d2d;
+    uint64_t host_to_host;
+    uint64_t cross_device_via_host;     /* between logical devices, through host memory */
+    uint64_t cross_device_card_to_card; /* 0 until the kernel offers peer to peer */
+    uint64_t drains;                    /* sync copies that waited for pending async ones */
+    uint64_t bytes_async, bytes_sync;
+};
+
+/* Which path the copies of @device took so far. */
+rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats);
 
 /*
  * Debug/test only: use @root instead of "/" for sysfs and /dev (a fake tree).

@@ -2,10 +2,16 @@
 // rbln/rbln.hpp - the C++ API of librbln (umbrella header).
 #pragma once
 
+#include "rbln/command.hpp"   // IWYU pragma: export
+#include "rbln/copy.hpp"      // IWYU pragma: export
+#include "rbln/device.hpp"    // IWYU pragma: export
 #include "rbln/devices.hpp"   // IWYU pragma: export
 #include "rbln/discovery.hpp" // IWYU pragma: export
 #include "rbln/error.hpp"     // IWYU pragma: export
 #include "rbln/fw_ctrl.hpp"   // IWYU pragma: export
 #include "rbln/kernel.hpp"    // IWYU pragma: export
+#include "rbln/memory.hpp"    // IWYU pragma: export
+#include "rbln/stream.hpp"    // IWYU pragma: export
+#include "rbln/submitter.hpp" // IWYU pragma: export
 #include "rbln/sysfs.hpp"     // IWYU pragma: export
 #include "rbln/version.hpp"   // IWYU pragma: export

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+// rbln/device.hpp - an open logical device: its node, its Submitter, its
+// streams, memory and copies.
+//
+// Device::get(n) opens logical device n of the process (committing the
+// device mapping, rbln/devices.hpp) once and keeps it for the life of the
+// process; Device::open() wraps any KernelInterface (tests, tools).  A
+// logical device of several ATOM NPUs runs its streams on the first NPU of
+// the group for now (work across the group arrives with graph execution).
+//
+// synchronize() waits for the device's pending asynchronous transfers and
+// for every stream of the device, then reports the first job failure.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rbln/copy.hpp"
+#include "rbln/kernel.hpp"
+#include "rbln/memory.hpp"
+#include "rbln/stream.hpp"
+#include "rbln/submitter.hpp"
+
+namespace rbln {
+
+struct DeviceOptions {
+    SubmitterOptions submitter;
+    std::size_t command_chunk_bytes = 64 * 1024; ///< command buffer BOs of the streams
+    std::size_t staging_bytes = 4u << 20;        ///< pinned bounce buffer of sync copies
+    std::uint32_t chiplet_mask = 0;              ///< queues' chiplets; 0: all
+};
+
+namespace detail {
+struct DeviceState;
+} // namespace detail
+
+class Device : public std::enable_shared_from_this<Device> {
+    struct Key {
+        explicit Key() = default;
+    };
+
+public:
+    /// A device over @kernel (tests, tools).
+    static std::shared_ptr<Device> open(std::shared_ptr<KernelInterface> kernel, unsigned index = 0,
+                                        DeviceOptions options = {});
+    /// Logical device @index of the process (Runtime::process()); commits
+    /// the mapping, checks for a forked child.
+    static std::shared_ptr<Device> get(unsigned index);
+    /// The calling thread's current device (Runtime::current_device()).
+    static std::shared_ptr<Device> current();
+    /// Tests: how get() opens nodes (empty: the real node) and the options
+    /// it uses; drops the devices get() opened so far.
+    static void reset_process_devices(DeviceOpener opener = {}, DeviceOptions options = {});
+
+    Device(Key key, std::shared_ptr<KernelInterface> kernel, unsigned index, DeviceOptions options);
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+    Device(Device&&) = delete;
+    Device& operator=(Device&&) = delete;
+    ~Device();
+
+    unsigned index() const noexcept;
+    KernelInterface& kernel() const noexcept;
+    const std::shared_ptr<KernelInterface>& kernel_ptr() const noexcept;
+    Submitter& submitter() noexcept;
+    const DeviceOptions& options() const noexcept;
+    unsigned chiplet_count() const noexcept;
+
+    /// The default stream (made at first use).
+    Stream default_stream();
+    /// Waits for pending async transfers and every stream; throws the
+    /// first failure.
+    void synchronize();
+    /// Hands every enqueued job to the kernel.
+    void flush();
+
+    /// HBM (nullopt: the kernel picks the chiplet).
+    std::shared_ptr<Memory> allocate(std::uint64_t size, std::optional<unsigned> chiplet = {});
+    /// Pinned host memory (a host GEM buffer, mapped).
+    std::shared_ptr<Memory> allocate_host(std::uint64_t size);
+    /// Pins user memory (page-aligned address and size) for this device.
+    std::shared_ptr<Memory> register_host(void* data, std::uint64_t size);
+    /// The live pinned memory of this device holding [@data, @data + @size), if any.
+    std::shared_ptr<Memory> find_pinned(const void* data, std::uint64_t size) const;
+
+    CopyStats copy_stats() const;
+
+    detail::DeviceState& state() noexcept { return *s_; }
+    const detail::DeviceState& state() const noexcept { return *s_; }
+
+private:
+    std::unique_ptr<detail::DeviceState> s_;
+};
+
+/// The live Device that owns @memory (found by its open file), or nullptr.
+std::shared_ptr<Device> device_of(const Memory& memory);
+
+} // namespace rbln

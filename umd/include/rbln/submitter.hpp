@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+// rbln/submitter.hpp - hands jobs (command buffers) to rbln.ko and learns
+// when they are done: one Submitter per open node (per logical device).
+//
+// Paths.  The hot path is an io_uring with 128-byte SQEs and 32-byte CQEs:
+// a job is an RBLN_URING_CMD_SUBMIT whose CQE arrives when the job is done
+// (res = 0 or its -errno; big_cqe[0] = its seqno, 0 if SUBMIT refused it).
+// If the ring cannot be had (io_uring_setup fails: ENOSYS on an old kernel,
+// EPERM under kernel.io_uring_disabled, ...) or the kernel rejects the
+// uring_cmd on the node (probed once at start), the Submitter uses the
+// ioctls SUBMIT and WAIT instead, says so once through the warning sink,
+// and behaves the same: the same batching, the same completion order, the
+// same errors at the same points.
+//
+// Batching.  enqueue() only queues a job; the queued jobs go to the kernel
+// together (one io_uring_enter for the batch) when the batch is full
+// (SubmitterOptions::batch), and at every flush(), done() and wait().
+// At most max_in_flight jobs are in the kernel at once (enqueue waits for
+// completions beyond that), so the completion queue never overflows and the
+// kernel's per-queue history of 4096 jobs always covers a WAIT.
+//
+// Channels.  Jobs go to kernel queues; each queue is a channel whose jobs
+// are numbered 1, 2, ... by enqueue() (not the kernel's seqno, which the
+// io_uring path learns only at completion).  A queue runs its jobs in order,
+// so "job n of channel q is done" means every earlier job of q is done too;
+// done()/wait() take (queue, n).
+//
+// Threading model.  Thread-safe; no thread of its own.  One mutex guards
+// the state.  Completions are reaped by whichever thread calls done(),
+// wait(), flush() or enqueue(): done() drains the completions that are
+// there without blocking; a waiting thread becomes the reaper, drops the
+// mutex and blocks in the kernel (io_uring_enter(GETEVENTS), or WAIT on its
+// job for the ioctl path), then takes the mutex again to process what
+// arrived.  One thread at a time is the io_uring reaper; other waiters
+// sleep on a condition variable and re-check after each reap.  So there is
+// no thread per stream or per device, and a thread that never waits costs
+// nothing.
+//
+// Lifetime.  A job's record keeps what it needs until it is done: the
+// arrays its SUBMIT points to and the owners (shared_ptr) of every buffer
+// it uses, so a caller dropping its buffer cannot free memory the card
+// still reads.  The destructor waits for every job.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rbln/error.hpp"
+#include "rbln/kernel.hpp"
+
+namespace rbln {
+
+/// One CQE of a command ring.
+struct RingCompletion {
+    std::uint64_t user_data = 0;
+    std::int32_t res = 0;
+    std::uint64_t extra = 0; ///< big_cqe[0]
+};
+
+/// An io_uring (SQE128, CQE32) on an open node: the seam tests substitute.
+/// Not thread-safe by itself: Submitter calls push/submit/drain under its
+/// mutex and wait_for_completion() from the one reaping thread.
+class CommandRing {
+public:
+    CommandRing() = default;
+    CommandRing(const CommandRing&) = delete;
+    CommandRing& operator=(const CommandRing&) = delete;
+    CommandRing(CommandRing&&) = delete;
+    CommandRing& operator=(CommandRing&&) = delete;
+    virtual ~CommandRing() = default;
+
+    /// Free SQEs.
+    virtual unsigned space() const = 0;
+    /// Fills one SQE: IORING_OP_URING_CMD @cmd_op with @payload (<= 80 bytes).
+    /// Precondition: space() > 0.
+    virtual void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
+                      std::uint64_t user_data) = 0;
+    /// Hands the pushed SQEs to the kernel; returns how many it took or -errno.
+    virtual int submit() = 0;
+    /// Moves up to out.size() available CQEs into @out; returns how many.
+    virtual std::size_t drain(std::span<RingCompletion> out) = 0;
+    /// Blocks until at least one CQE is available (consumes none); 0 or -errno.
+    virtual int wait_for_completion() = 0;
+};
+
+/// Makes the ring for an open node; an Error carries the errno of
+/// io_uring_setup (ENOSYS, EPERM, ...) when there is none.
+using RingFactory =
+    std::function<Result<std::unique_ptr<CommandRing>>(KernelInterface& kernel, unsigned entries)>;
+
+/// The real io_uring on a KernelDevice's fd (Errc::InvalidArgument with
+/// ENOTSUP for another KernelInterface).
+Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries);
+
+struct SubmitterOptions {
+    RingFactory ring_factory; ///< empty: make_io_uring
+    bool use_io_uring = true; ///< false: the ioctl path from the start
+    unsigned ring_entries = 256;
+    unsigned batch = 32;          ///< jobs per io_uring_enter (1: every job at once)
+    unsigned max_in_flight = 512; ///< jobs in the kernel at once
+    std::function<void(const std::string&)> warn; ///< empty: stderr, "librbln: ..."
+};
+
+/// One job: a command buffer on a queue, the buffers it uses, its syncs.
+struct Job {
+    std::uint32_t queue_id = 0;
+    std::uint32_t cmd_handle = 0;
+    std::uint64_t cmd_offset = 0;
+    std::uint32_t cmd_size = 0;
+    std::uint32_t flags = 0; ///< RBLN_SUBMIT_*
+    std::vector<std::uint32_t> bo_handles;
+    std::vector<SyncPoint> in_syncs;
+    SyncPoint out; ///< handle 0: none
+    /// Owners of what the job uses; released when the job is done.
+    std::vector<std::shared_ptr<const void>> keep_alive;
+};
+
+/// A failed job: the errno, and whether SUBMIT refused it (nothing ran) or
+/// the card failed it.
+struct JobFailure {
+    std::uint64_t job = 0; ///< channel job number
+    int err = 0;           ///< positive errno
+    bool refused = false;  ///< SUBMIT refused it; else the job failed on the card
+};
+
+struct SubmitterStats {
+    std::uint64_t jobs = 0;        ///< jobs enqueued
+    std::uint64_t batches = 0;     ///< io_uring_enter / flushes that carried jobs
+    std::uint64_t completions = 0; ///< jobs reaped
+    std::uint64_t failures = 0;    ///< jobs reaped with an error
+};
+
+class Submitter {
+public:
+    enum class Path { IoUring, Ioctl };
+
+    Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions options = {});
+    Submitter(const Submitter&) = delete;
+    Submitter& operator=(const Submitter&) = delete;
+    Submitter(Submitter&&) = delete;
+    Submitter& operator=(Submitter&&) = delete;
+    /// Waits for every job (errors are dropped).
+    ~Submitter();
+
+    Path path() const noexcept;
+    /// Why the ioctl path is used ("" on the io_uring path).
+    std::string fallback_reason() const;
+
+    /// Queues @job; returns its number in its channel (queue).  May hand
+    /// the batch to the kernel, and may wait for completions while
+    /// max_in_flight jobs are in the kernel.
+    std::uint64_t enqueue(Job job);
+    /// Hands every queued job to the kernel.
+    void flush();
+    /// Whether job @n of @queue is done (flushes, reaps without blocking).
+    bool done(std::uint32_t queue, std::uint64_t n);
+    /// Blocks until job @n of @queue is done.
+    void wait(std::uint32_t queue, std::uint64_t n);
+    /// Blocks until every job enqueued so far is done.
+    void wait_all();
+    /// Jobs of @queue enqueued so far (the number of the last).
+    std::uint64_t last_job(std::uint32_t queue) const;
+    /// The first failure of @queue since the last call, and forgets it.
+    std::optional<JobFailure> take_failure(std::uint32_t queue);
+    /// Forgets a queue's bookkeeping (after its jobs are done).
+    void forget_queue(std::uint32_t queue);
+
+    SubmitterStats stats() const;
+    KernelInterface& kernel() noexcept { return *kernel_; }
+
+private:
+    struct State;
+    struct Record;
+    struct Channel;
+    void flush_locked(std::unique_lock<std::mutex>& lock);
+    void submit_uring(const std::vector<Record*>& batch);
+    void submit_ioctl(const std::vector<Record*>& batch);
+    void reap_locked(std::unique_lock<std::mutex>& lock, Record* target);
+    void poll_ioctl(Channel& ch, std::uint64_t n);
+    static void complete(State& s, Record& r, int err, bool refused);
+    static std::size_t drain(State& s);
+
+    std::shared_ptr<KernelInterface> kernel_;
+    std::unique_ptr<State> s_;
+};
+
+/// The Error for a failed job of a stream on @path (what failed, the
+/// errno, what it means).
+Error job_error(const JobFailure& failure, const std::string& path);
+
+} // namespace rbln

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+// device.cpp - an open logical device (rbln/device.hpp).
+
+#include "rbln/device.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unistd.h>
+
+#include "device_state.hpp"
+#include "rbln/devices.hpp"
+
+namespace rbln {
+
+namespace {
+
+// Devices by open file, for device_of().
+std::mutex g_by_kernel_mutex;
+std::map<const KernelInterface*, std::weak_ptr<Device>> g_by_kernel; // guarded
+
+// The devices of Device::get().  Never destroyed: at exit (also the exit of
+// a fork() child, which shares the parent's open files) no destructor may
+// close buffers or wait on rings; the kernel frees everything with the fd.
+struct ProcessDevices {
+    std::mutex mutex;
+    std::map<unsigned, std::shared_ptr<Device>> devices;
+    DeviceOpener opener;
+    DeviceOptions options;
+};
+
+ProcessDevices& process_devices() {
+    alignas(ProcessDevices) static unsigned char storage[sizeof(ProcessDevices)];
+    static ProcessDevices* devices = std::construct_at(reinterpret_cast<ProcessDevices*>(storage));
+    return *devices;
+}
+
+} // namespace
+
+namespace detail {
+
+Syncobj::~Syncobj() {
+    try {
+        kernel->syncobj_destroy(handle);
+    } catch (...) { // NOLINT(bugprone-empty-catch): closed with the fd at the latest
+    }
+}
+
+TimestampSlot::~TimestampSlot() {
+    if (release)
+        release(*this);
+}
+
+std::uint64_t TimestampSlot::read() const {
+    return *reinterpret_cast<const volatile std::uint64_t*>(page->host_data() + offset);
+}
+
+void TimestampSlot::clear() const {
+    *reinterpret_cast<volatile std::uint64_t*>(page->host_data() + offset) = 0;
+}
+
+std::shared_ptr<TimestampSlot> DeviceState::timestamp_slot() {
+    auto pool = timestamps;
+    const std::lock_guard<std::mutex> lock(pool->mutex);
+    if (pool->free.empty()) {
+        auto page = BoMemory::create_host(kernel, 4096);
+        const std::size_t index = pool->pages.size();
+        pool->pages.push_back(std::move(page));
+        for (std::uint32_t off = 4096; off > 0; off -= 8)
+            pool->free.emplace_back(index, off - 8);
+    }
+    const auto [page, offset] = pool->free.back();
+    pool->free.pop_back();
+    auto slot = std::make_shared<TimestampSlot>();
+    slot->page = pool->pages[page];
+    slot->offset = offset;
+    const std::weak_ptr<TimestampPool> weak = pool;
+    slot->release = [weak, page = page](TimestampSlot& s) {
+        if (auto p = weak.lock()) {
+            try {
+                const std::lock_guard<std::mutex> l(p->mutex);
+                p->free.emplace_back(page, s.offset);
+            } catch (...) { // NOLINT(bugprone-empty-catch): the slot is lost, nothing else
+            }
+        }
+    };
+    slot->clear();
+    return slot;
+}
+
+bool DeviceState::drain_async() {
+    std::vector<std::pair<std::weak_ptr<StreamState>, std::uint64_t>> pending;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        pending.swap(pending_async);
+    }
+    bool any = false;
+    for (auto& [weak, n] : pending) {
+        auto st = weak.lock();
+        if (!st)
+            continue; // its stream waited for it when it went away
+        if (!submitter->done(st->queue_id, n)) {
+            any = true;
+            st->wait_job(n);
+        }
+    }
+    return any;
+}
+
+void DeviceState::add_async(const std::shared_ptr<StreamState>& stream, std::uint64_t n) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    // Forget transfers that are done, so the list stays short.
+    if (pending_async.size() >= 64)
+        std::erase_if(pending_async, [&](const auto& p) {
+            auto st = p.first.lock();
+            return !st || submitter->done(st->queue_id, p.second);
+        });
+    pending_async.emplace_back(stream, n);
+}
+
+void DeviceState::check_fork() const {
+    if (from_process)
+        Runtime::process().check_fork();
+}
+
+} // namespace detail
+
+std::shared_ptr<Device> Device::open(std::shared_ptr<KernelInterface> kernel, unsigned index,
+                                     DeviceOptions options) {
+    auto dev = std::make_shared<Device>(Key{}, std::move(kernel), index, std::move(options));
+    const std::lock_guard<std::mutex> lock(g_by_kernel_mutex);
+    g_by_kernel[dev->s_->kernel.get()] = dev;
+    return dev;
+}
+
+Device::Device(Key /*key*/, std::shared_ptr<KernelInterface> kernel, unsigned index,
+               DeviceOptions options)
+    : s_(std::make_unique<detail::DeviceState>()) {
+    s_->kernel = std::move(kernel);
+    s_->index = index;
+    s_->options = std::move(options);
+    if (s_->options.command_chunk_bytes < 4096)
+        s_->options.command_chunk_bytes = 4096;
+    if (s_->options.staging_bytes < 4096)
+        s_->options.staging_bytes = 4096;
+    const DeviceIdentity id = query_device_identity(*s_->kernel);
+    s_->chiplets = id.chiplet_count;
+    s_->submitter = std::make_unique<Submitter>(s_->kernel, s_->options.submitter);
+}
+
+Device::~Device() {
+    {
+        const std::lock_guard<std::mutex> lock(g_by_kernel_mutex);
+        const auto it = g_by_kernel.find(s_->kernel.get());
+        if (it != g_by_kernel.end() && it->second.expired())
+            g_by_kernel.erase(it);
+    }
+    // The default stream first: it waits for its jobs through the submitter.
+    s_->default_stream.reset();
+    s_->submitter.reset();
+}
+
+std::shared_ptr<Device> Device::get(unsigned index) {
+    Runtime& rt = Runtime::process();
+    const DeviceMapping& m = rt.commit(); // checks for a fork too
+    ProcessDevices& pd = process_devices();
+    const std::lock_guard<std::mutex> lock(pd.mutex);
+    const auto it = pd.devices.find(index);
+    if (it != pd.devices.end())
+        return it->second;
+    if (index >= m.devices.size())
+        throw Error(Errc::NoDevice, "device", device_string(index), 0,
+                    "no such logical device: " + std::to_string(m.devices.size()) +
+                        " are available");
+    const LogicalDevice& ld = m.devices[index];
+    if (ld.nodes.empty())
+        throw Error(Errc::NoDevice, "device", device_string(index), 0, "it has no NPU");
+    auto opened = pd.opener ? pd.opener(ld.nodes.front()) : open_kernel_device(ld.nodes.front());
+    std::shared_ptr<KernelInterface> kernel = std::move(opened).value();
+    auto dev = open(std::move(kernel), index, pd.options);
+    dev->s_->from_process = true;
+    pd.devices.emplace(index, dev);
+    return dev;
+}
+
+std::shared_ptr<Device> Device::current() {
+    return get(Runtime::process().current_device());
+}
+
+void Device::reset_process_devices(DeviceOpener opener, DeviceOptions options) {
+    ProcessDevices& pd = process_devices();
+    std::map<unsigned, std::shared_ptr<Device>> old;
+    {
+        const std::lock_guard<std::mutex> lock(pd.mutex);
+        old.swap(pd.devices);
+        pd.opener = std::move(opener);
+        pd.options = std::move(options);
+    }
+}
+
+unsigned Device::index() const noexcept {
+    return s_->index;
+}
+
+KernelInterface& Device::kernel() const noexcept {
+    return *s_->kernel;
+}
+
+const std::shared_ptr<KernelInterface>& Device::kernel_ptr() const noexcept {
+    return s_->kernel;
+}
+
+Submitter& Device::submitter() noexcept {
+    return *s_->submitter;
+}
+
+const DeviceOptions& Device::options() const noexcept {
+    return s_->options;
+}
+
+unsigned Device::chiplet_count() const noexcept {
+    return s_->chiplets;
+}
+
+Stream Device::default_stream() {
+    std::shared_ptr<detail::StreamState> st;
+    {
+        const std::lock_guard<std::mutex> lock(s_->mutex);
+        st = s_->default_stream;
+    }
+    if (!st) {
+        auto made = std::make_shared<detail::StreamState>(*this, StreamPriority::Normal);
+        const std::lock_guard<std::mutex> lock(s_->mutex);
+        if (!s_->default_stream) {
+            s_->default_stream = made;
+            s_->streams.push_back(made);
+        }
+        st = s_->default_stream;
+    }
+    return Stream(shared_from_this(), st);
+}
+
+void Device::flush() {
+    s_->submitter->flush();
+}
+
+void Device::synchronize() {
+    s_->check_fork();
+    s_->drain_async();
+    std::vector<std::shared_ptr<detail::StreamState>> live;
+    {
+        const std::lock_guard<std::mutex> lock(s_->mutex);
+        std::erase_if(s_->streams, [](const auto& w) { return w.expired(); });
+        for (const auto& w : s_->streams)
+            if (auto st = w.lock())
+                live.push_back(std::move(st));
+    }
+    std::optional<Error> first;
+    for (const auto& st : live) {
+        try {
+            st->synchronize();
+        } catch (const Error& e) {
+            if (!first)
+                first = e;
+        }
+    }
+    if (first)
+        throw *first;
+}
+
+std::shared_ptr<Memory> Device::allocate(std::uint64_t size, std::optional<unsigned> chiplet) {
+    return BoMemory::create_device(s_->kernel, size, chiplet);
+}
+
+std::shared_ptr<Memory> Device::allocate_host(std::uint64_t size) {
+    std::shared_ptr<Memory> m = BoMemory::create_host(s_->kernel, size);
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->pinned[reinterpret_cast<std::uintptr_t>(m->host_data())] = m;
+    return m;
+}
+
+std::shared_ptr<Memory> Device::register_host(void* data, std::uint64_t size) {
+    std::shared_ptr<Memory> m = BoMemory::register_host(s_->kernel, data, size);
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->pinned[reinterpret_cast<std::uintptr_t>(data)] = m;
+    return m;
+}
+
+std::shared_ptr<Memory> Device::find_pinned(const void* data, std::uint64_t size) const {
+    const auto p = reinterpret_cast<std::uintptr_t>(data);
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    auto it = s_->pinned.upper_bound(p);
+    while (it != s_->pinned.begin()) {
+        --it;
+        auto m = it->second.lock();
+        if (!m) {
+            it = s_->pinned.erase(it);
+            continue;
+        }
+        if (p >= it->first && p + size <= it->first + m->size() && p + size >= p)
+            return m;
+        return nullptr; // the closest range below does not cover it
+    }
+    return nullptr;
+}
+
+CopyStats Device::copy_stats() const {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    return s_->stats;
+}
+
+std::shared_ptr<Device> device_of(const Memory& memory) {
+    const std::lock_guard<std::mutex> lock(g_by_kernel_mutex);
+    const auto it = g_by_kernel.find(&memory.kernel());
+    return it == g_by_kernel.end() ? nullptr : it->second.lock();
+}
+
+} // namespace rbln

@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: GPL-2.0
+// submitter.cpp - jobs to rbln.ko over io_uring (or the ioctls), batched,
+// with completions reaped by the threads that wait (rbln/submitter.hpp).
+
+#include "rbln/submitter.hpp"
+
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include <liburing.h>
+
+#include "drm/rbln_accel.h"
+
+namespace rbln {
+
+namespace {
+
+static_assert(sizeof(drm_rbln_submit) == 80, "the SUBMIT payload fills sqe->cmd");
+static_assert(sizeof(drm_rbln_wait) <= 80);
+
+// Where the 80-byte command payload of a 128-byte SQE starts.
+constexpr std::size_t kSqeCmdOffset = 48;
+constexpr std::size_t kSqeCmdBytes = 80;
+static_assert(offsetof(io_uring_sqe, addr3) == kSqeCmdOffset);
+
+// user_data of the start-up probe (records are pointers, never 1).
+constexpr std::uint64_t kProbeTag = 1;
+
+class IoUring final : public CommandRing {
+public:
+    IoUring(int fd, io_uring ring) : fd_(fd), ring_(ring) {}
+    IoUring(const IoUring&) = delete;
+    IoUring& operator=(const IoUring&) = delete;
+    IoUring(IoUring&&) = delete;
+    IoUring& operator=(IoUring&&) = delete;
+    ~IoUring() override { io_uring_queue_exit(&ring_); }
+
+    unsigned space() const override { return io_uring_sq_space_left(&ring_); }
+
+    void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
+              std::uint64_t user_data) override {
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        if (sqe == nullptr)
+            throw Error(Errc::Internal, "io_uring", "", 0, "the submission queue is full");
+        // Liburing 2.3 has no uring_cmd prep helper: all 128 bytes zero
+        // (__pad1 and uring_cmd_flags must be 0), the payload at byte 48.
+        auto* raw = reinterpret_cast<std::byte*>(sqe);
+        std::memset(raw, 0, 2 * sizeof(io_uring_sqe));
+        sqe->opcode = IORING_OP_URING_CMD;
+        sqe->fd = fd_;
+        sqe->cmd_op = cmd_op;
+        sqe->user_data = user_data;
+        std::memcpy(raw + kSqeCmdOffset, payload.data(),
+                    payload.size() < kSqeCmdBytes ? payload.size() : kSqeCmdBytes);
+    }
+
+    int submit() override {
+        for (;;) {
+            const int r = io_uring_submit(&ring_);
+            if (r != -EINTR)
+                return r;
+        }
+    }
+
+    std::size_t drain(std::span<RingCompletion> out) override {
+        std::size_t n = 0;
+        io_uring_cqe* cqe = nullptr;
+        while (n < out.size() && io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+            out[n].user_data = cqe->user_data;
+            out[n].res = cqe->res;
+            out[n].extra = cqe->big_cqe[0];
+            n++;
+            io_uring_cqe_seen(&ring_, cqe);
+        }
+        return n;
+    }
+
+    int wait_for_completion() override {
+        // Returns at once if a CQE is there; consumes none.
+        const int r = io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);
+        if (r < 0)
+            return errno == EINTR ? 0 : -errno;
+        return 0;
+    }
+
+private:
+    int fd_;
+    io_uring ring_;
+};
+
+std::int64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+} // namespace
+
+Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries) {
+    auto* dev = dynamic_cast<KernelDevice*>(&kernel);
+    if (dev == nullptr)
+        return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), ENOTSUP,
+                     "not a real rbln node: no io_uring for it");
+    io_uring ring{};
+    const int r = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+    if (r < 0)
+        return Error::from_errno("io_uring_queue_init(SQE128 | CQE32)", kernel.path(), -r);
+    return std::unique_ptr<CommandRing>(std::make_unique<IoUring>(dev->fd(), ring));
+}
+
+// ---- the Submitter -----------------------------------------------------------
+
+struct Submitter::Record {
+    Job job;
+    std::vector<drm_rbln_sync> in; // the uAPI array SUBMIT points to
+    std::uint64_t n = 0;           // channel job number
+    std::uint64_t seqno = 0;       // the kernel's (ioctl: at submit; io_uring: at completion)
+    enum class State { Queued, InKernel, Done } state = State::Queued;
+    int err = 0;
+    bool refused = false;
+
+    drm_rbln_submit payload() const {
+        drm_rbln_submit a{};
+        a.queue_id = job.queue_id;
+        a.flags = job.flags;
+        a.cmd_handle = job.cmd_handle;
+        a.cmd_size = job.cmd_size;
+        a.cmd_offset = job.cmd_offset;
+        a.bo_handles = reinterpret_cast<std::uintptr_t>(job.bo_handles.data());
+        a.bo_count = static_cast<std::uint32_t>(job.bo_handles.size());
+        a.bo_elem_size = sizeof(std::uint32_t);
+        a.in_syncs = reinterpret_cast<std::uintptr_t>(in.data());
+        a.in_count = static_cast<std::uint32_t>(in.size());
+        a.in_elem_size = sizeof(drm_rbln_sync);
+        a.out_handle = job.out.handle;
+        a.out_point = job.out.point;
+        return a;
+    }
+};
+
+struct Submitter::Channel {
+    std::uint64_t last = 0;                      // jobs enqueued
+    std::uint64_t done_upto = 0;                 // every job <= this is done
+    std::deque<std::unique_ptr<Record>> records; // jobs done_upto+1 .. last
+    std::optional<JobFailure> failure;
+};
+
+struct Submitter::State {
+    SubmitterOptions options;
+    std::mutex mutex;
+    std::condition_variable reaped;
+    bool reaping = false; // a thread waits in the kernel for CQEs
+    std::unique_ptr<CommandRing> ring;
+    Path path = Path::Ioctl;
+    std::string fallback_reason;
+    std::map<std::uint32_t, Channel> channels;
+    std::vector<Record*> queued; // enqueued, not yet handed to the kernel
+    std::size_t in_kernel = 0;
+    SubmitterStats stats;
+    std::vector<std::unique_ptr<Record>> graveyard; // done; freed outside the mutex
+};
+
+namespace {
+
+void warn_default(const std::string& message) {
+    std::fprintf(stderr, "librbln: %s\n", message.c_str());
+}
+
+// Moves the retired records out while the mutex is held (declared after the
+// lock); they are freed after it is released (@dead is declared before it),
+// so what their jobs kept alive never goes away under the mutex.
+template <typename Records> struct Retire {
+    Records& dead;
+    Records& graveyard;
+    Retire(Records& d, Records& g) : dead(d), graveyard(g) {}
+    Retire(const Retire&) = delete;
+    Retire& operator=(const Retire&) = delete;
+    Retire(Retire&&) = delete;
+    Retire& operator=(Retire&&) = delete;
+    ~Retire() {
+        for (auto& r : graveyard)
+            dead.push_back(std::move(r));
+        graveyard.clear();
+    }
+};
+
+} // namespace
+
+Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions options)
+    : kernel_(std::move(kernel)), s_(std::make_unique<State>()) {
+    s_->options = std::move(options);
+    auto& o = s_->options;
+    if (o.batch == 0)
+        o.batch = 1;
+    if (o.max_in_flight == 0)
+        o.max_in_flight = 1;
+    if (o.ring_entries < o.batch)
+        o.ring_entries = o.batch;
+    // CQ = 2 x SQ entries: keep the jobs in the kernel below it.
+    if (o.max_in_flight > 2 * o.ring_entries)
+        o.max_in_flight = 2 * o.ring_entries;
+    if (!o.use_io_uring) {
+        s_->fallback_reason = "io_uring not requested";
+        return;
+    }
+    const RingFactory factory = o.ring_factory ? o.ring_factory : RingFactory(&make_io_uring);
+    auto ring = factory(*kernel_, o.ring_entries);
+    if (!ring) {
+        s_->fallback_reason = ring.error().what();
+    } else {
+        // Probe: a WAIT for queue 0 is -ENOENT from a kernel that serves
+        // rbln uring_cmds; -EOPNOTSUPP / -EINVAL mean it does not.
+        drm_rbln_wait probe{};
+        (*ring)->push(
+            RBLN_URING_CMD_WAIT,
+            std::span<const std::byte>(reinterpret_cast<const std::byte*>(&probe), sizeof(probe)),
+            kProbeTag);
+        int r = (*ring)->submit();
+        std::array<RingCompletion, 1> cqe{};
+        while (r >= 0 && (*ring)->drain(cqe) == 0)
+            r = (*ring)->wait_for_completion();
+        if (r < 0)
+            s_->fallback_reason = "io_uring_enter failed (" + std::string(strerror(-r)) + ")";
+        else if (cqe[0].res != 0 && cqe[0].res != -ENOENT)
+            s_->fallback_reason = "the kernel rejects rbln uring_cmds on " + kernel_->path() +
+                                  " (" + strerror(-cqe[0].res) + ")";
+        else {
+            s_->ring = std::move(*ring);
+            s_->path = Path::IoUring;
+            return;
+        }
+    }
+    // Once per process: every device falls back for the same reason.
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+        (o.warn ? o.warn : warn_default)("io_uring is unavailable, using the SUBMIT/WAIT "
+                                         "ioctls instead: " +
+                                         s_->fallback_reason);
+    });
+}
+
+Submitter::~Submitter() {
+    try {
+        wait_all();
+    } catch (...) { // NOLINT(bugprone-empty-catch): nothing left to report to
+    }
+}
+
+Submitter::Path Submitter::path() const noexcept {
+    return s_->path;
+}
+
+std::string Submitter::fallback_reason() const {
+    return s_->path == Path::IoUring ? std::string() : s_->fallback_reason;
+}
+
+// Marks @r done (called with the mutex held) and retires the done prefix
+// of its channel into the graveyard.
+void Submitter::complete(State& s, Record& r, int err, bool refused) {
+    if (r.state == Record::State::Done)
+        return;
+    if (r.state == Record::State::InKernel)
+        s.in_kernel--;
+    r.state = Record::State::Done;
+    r.err = err;
+    r.refused = refused;
+    s.stats.completions++;
+    Channel& ch = s.channels[r.job.queue_id];
+    if (err != 0) {
+        s.stats.failures++;
+        if (!ch.failure)
+            ch.failure = JobFailure{r.n, err, refused};
+    }
+    while (!ch.records.empty() && ch.records.front()->state == Record::State::Done) {
+        ch.done_upto = ch.records.front()->n;
+        s.graveyard.push_back(std::move(ch.records.front()));
+        ch.records.pop_front();
+    }
+}
+
+// Processes the CQEs that are there; returns how many.
+std::size_t Submitter::drain(State& s) {
+    std::array<RingCompletion, 64> cqes{};
+    std::size_t total = 0;
+    for (;;) {
+        const std::size_t n = s.ring->drain(cqes);
+        for (std::size_t i = 0; i < n; i++) {
+            if (cqes[i].user_data == kProbeTag)
+                continue;
+            // user_data carries back the record pointer push() was given.
+            auto* r = reinterpret_cast<Record*>( // NOLINT(performance-no-int-to-ptr)
+                cqes[i].user_data);
+            r->seqno = cqes[i].extra;
+            // big_cqe[0] is the job's seqno; 0: SUBMIT refused the job.
+            complete(s, *r, cqes[i].res < 0 ? -cqes[i].res : 0, cqes[i].res < 0 && r->seqno == 0);
+        }
+        total += n;
+        if (n < cqes.size())
+            return total;
+    }
+}
+
+std::uint64_t Submitter::enqueue(Job job) {
+    std::vector<std::unique_ptr<Record>> dead;
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    auto rec = std::make_unique<Record>();
+    rec->job = std::move(job);
+    rec->in.resize(rec->job.in_syncs.size());
+    for (std::size_t i = 0; i < rec->in.size(); i++) {
+        rec->in[i].handle = rec->job.in_syncs[i].handle;
+        rec->in[i].point = rec->job.in_syncs[i].point;
+    }
+    Channel& ch = s_->channels[rec->job.queue_id];
+    rec->n = ++ch.last;
+    const std::uint64_t n = rec->n;
+    s_->queued.push_back(rec.get());
+    ch.records.push_back(std::move(rec));
+    s_->stats.jobs++;
+    if (s_->queued.size() >= s_->options.batch)
+        flush_locked(lock);
+    return n;
+}
+
+void Submitter::flush() {
+    std::vector<std::unique_ptr<Record>> dead;
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    flush_locked(lock);
+}
+
+void Submitter::flush_locked(std::unique_lock<std::mutex>& lock) {
+    State& s = *s_;
+    if (s.path == Path::IoUring)
+        drain(s);
+    while (!s.queued.empty()) {
+        // Room in the kernel for at least one job.
+        while (s.in_kernel >= s.options.max_in_flight)
+            reap_locked(lock, nullptr);
+        // reap_locked may have let another thread flush.
+        if (s.queued.empty())
+            break;
+        const std::size_t room = s.options.max_in_flight - s.in_kernel;
+        const std::size_t count = std::min(room, s.queued.size());
+        std::vector<Record*> batch(s.queued.begin(),
+                                   s.queued.begin() + static_cast<std::ptrdiff_t>(count));
+        s.queued.erase(s.queued.begin(), s.queued.begin() + static_cast<std::ptrdiff_t>(count));
+        if (s.path == Path::IoUring)
+            submit_uring(batch);
+        else
+            submit_ioctl(batch);
+    }
+}
+
+void Submitter::submit_uring(const std::vector<Record*>& batch) {
+    State& s = *s_;
+    std::size_t pushed = 0;
+    auto hand_over = [&] {
+        const int r = s.ring->submit();
+        if (r < 0) // the ring itself failed: nothing it held will complete
+            throw Error::from_errno("io_uring_enter", kernel_->path(), -r);
+        s.stats.batches++;
+        pushed = 0;
+    };
+    for (Record* r : batch) {
+        if (s.ring->space() == 0)
+            hand_over();
+        const drm_rbln_submit p = r->payload();
+        s.ring->push(RBLN_URING_CMD_SUBMIT,
+                     std::span<const std::byte>(reinterpret_cast<const std::byte*>(&p), sizeof(p)),
+                     reinterpret_cast<std::uintptr_t>(r));
+        r->state = Record::State::InKernel;
+        s.in_kernel++;
+        pushed++;
+    }
+    if (pushed > 0)
+        hand_over();
+}
+
+void Submitter::submit_ioctl(const std::vector<Record*>& batch) {
+    State& s = *s_;
+    s.stats.batches++;
+    for (Record* r : batch) {
+        SubmitArgs a;
+        a.queue_id = r->job.queue_id;
+        a.cmd_handle = r->job.cmd_handle;
+        a.cmd_size = r->job.cmd_size;
+        a.cmd_offset = r->job.cmd_offset;
+        a.bo_handles = r->job.bo_handles;
+        a.in_syncs = r->job.in_syncs;
+        a.out = r->job.out;
+        try {
+            r->seqno = kernel_->submit(a);
+            r->state = Record::State::InKernel;
+            s.in_kernel++;
+        } catch (const Error& e) {
+            // As on the io_uring path: the refusal is the job's outcome.
+            complete(s, *r, e.sys_errno() != 0 ? e.sys_errno() : EIO, true);
+        }
+    }
+}
+
+// One step towards progress: processes completions, blocking for at least
+// one if none is there (or, with another reaper active, for its round).
+// @target (ioctl path): the record to wait for; nullptr: the oldest.
+void Submitter::reap_locked(std::unique_lock<std::mutex>& lock, Record* target) {
+    State& s = *s_;
+    if (s.path == Path::IoUring) {
+        if (drain(s) > 0)
+            return;
+        if (s.reaping) {
+            s.reaped.wait(lock);
+            return;
+        }
+        if (s.in_kernel == 0)
+            throw Error(Errc::Internal, "wait", kernel_->path(), 0,
+                        "waiting for a job that is not in the kernel");
+        s.reaping = true;
+        lock.unlock();
+        const int r = s.ring->wait_for_completion();
+        lock.lock();
+        s.reaping = false;
+        drain(s);
+        s.reaped.notify_all();
+        if (r < 0)
+            throw Error::from_errno("io_uring_enter(GETEVENTS)", kernel_->path(), -r);
+        return;
+    }
+    // ioctl: WAIT for one job, without the mutex.
+    if (target == nullptr) {
+        for (auto& [q, ch] : s.channels)
+            for (auto& rec : ch.records)
+                if (rec->state == Record::State::InKernel) {
+                    target = rec.get();
+                    break;
+                }
+        if (target == nullptr)
+            throw Error(Errc::Internal, "wait", kernel_->path(), 0,
+                        "waiting for a job that is not in the kernel");
+    }
+    const std::uint32_t queue = target->job.queue_id;
+    const std::uint64_t n = target->n;
+    WaitArgs w;
+    w.queue_id = queue;
+    w.seqno = target->seqno;
+    WaitResult res;
+    lock.unlock();
+    try {
+        do {
+            w.deadline_ns = monotonic_ns() + 1000000000;
+            res = kernel_->wait(w);
+        } while (!res.done);
+    } catch (...) {
+        lock.lock();
+        throw;
+    }
+    lock.lock();
+    // Another thread may have completed (and retired) it meanwhile.
+    Channel& ch = s.channels[queue];
+    if (n <= ch.done_upto)
+        return;
+    for (auto& rec : ch.records)
+        if (rec->n == n) {
+            complete(s, *rec, res.job_error < 0 ? -res.job_error : res.job_error, false);
+            break;
+        }
+}
+
+// Polls the jobs of @ch up to @n without blocking (ioctl path).
+void Submitter::poll_ioctl(Channel& ch, std::uint64_t n) {
+    for (std::size_t i = 0; i < ch.records.size();) {
+        Record& r = *ch.records[i];
+        if (r.n > n || r.state == Record::State::Queued)
+            return;
+        if (r.state == Record::State::Done) {
+            i++;
+            continue;
+        }
+        WaitArgs w;
+        w.queue_id = r.job.queue_id;
+        w.seqno = r.seqno;
+        const WaitResult res = kernel_->wait(w);
+        if (!res.done)
+            return;
+        const std::size_t before = ch.records.size();
+        complete(*s_, r, res.job_error < 0 ? -res.job_error : res.job_error, false);
+        if (ch.records.size() == before)
+            i++; // not retired (an earlier job is still pending)
+        else
+            i = 0;
+    }
+}
+
+bool Submitter::done(std::uint32_t queue, std::uint64_t n) {
+    std::vector<std::unique_ptr<Record>> dead;
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    flush_locked(lock);
+    Channel& ch = s_->channels[queue];
+    if (n <= ch.done_upto)
+        return true;
+    if (s_->path == Path::IoUring) {
+        if (!s_->reaping)
+            drain(*s_);
+    } else {
+        poll_ioctl(ch, n);
+    }
+    return n <= ch.done_upto;
+}
+
+void Submitter::wait(std::uint32_t queue, std::uint64_t n) {
+    std::vector<std::unique_ptr<Record>> dead;
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    flush_locked(lock);
+    for (;;) {
+        Channel& ch = s_->channels[queue];
+        if (n <= ch.done_upto)
+            break;
+        if (n > ch.last)
+            throw Error(Errc::InvalidArgument, "wait", kernel_->path(), 0,
+                        "job " + std::to_string(n) + " of queue " + std::to_string(queue) +
+                            " was never enqueued");
+        Record* target = nullptr;
+        if (s_->path == Path::Ioctl) {
+            for (auto& rec : ch.records)
+                if (rec->n <= n && rec->state == Record::State::InKernel) {
+                    target = rec.get();
+                    break;
+                }
+            if (target == nullptr) { // all done, not yet retired: cannot happen
+                flush_locked(lock);
+                continue;
+            }
+        }
+        reap_locked(lock, target);
+    }
+}
+
+void Submitter::wait_all() {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> lasts;
+    {
+        const std::lock_guard<std::mutex> lock(s_->mutex);
+        for (const auto& [q, ch] : s_->channels)
+            lasts.emplace_back(q, ch.last);
+    }
+    for (const auto& [q, n] : lasts)
+        wait(q, n);
+}
+
+std::uint64_t Submitter::last_job(std::uint32_t queue) const {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    const auto it = s_->channels.find(queue);
+    return it == s_->channels.end() ? 0 : it->second.last;
+}
+
+std::optional<JobFailure> Submitter::take_failure(std::uint32_t queue) {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    const auto it = s_->channels.find(queue);
+    if (it == s_->channels.end())
+        return std::nullopt;
+    return std::exchange(it->second.failure, std::nullopt);
+}
+
+void Submitter::forget_queue(std::uint32_t queue) {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    const auto it = s_->channels.find(queue);
+    if (it != s_->channels.end() && it->second.records.empty())
+        s_->channels.erase(it);
+}
+
+SubmitterStats Submitter::stats() const {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    return s_->stats;
+}
+
+Error job_error(const JobFailure& f, const std::string& path) {
+    if (f.refused)
+        return kernel_error(KernelOp::Submit, path, f.err);
+    const char* meaning = nullptr;
+    switch (f.err) {
+    case EFAULT:
+        meaning = "an MMU fault: the job touched device memory not mapped for it (this open "
+                  "file's later jobs fail too: open the device anew)";
+        break;
+    case EINVAL:
+        meaning = "the card refused a command packet of the job (a librbln bug)";
+        break;
+    case EPERM:
+        meaning = "the job carried a privileged packet";
+        break;
+    case EIO:
+        meaning = "a DMA error, or the card failed and lost the job";
+        break;
+    case ETIMEDOUT:
+        meaning = "the job timed out or hung the chiplet, which was reset";
+        break;
+    case ECANCELED:
+        meaning = "the card was reset while the job ran";
+        break;
+    default:
+        meaning = "the job failed on the card";
+        break;
+    }
+    const char* name = strerrorname_np(f.err);
+    return Error(f.err == ETIMEDOUT ? Errc::Timeout : Errc::JobFailed,
+                 "job " + std::to_string(f.job), path, f.err,
+                 std::string(meaning) + " (" +
+                     (name != nullptr ? name : "errno " + std::to_string(f.err)) +
+                     "); later work on the stream ran as usual");
+}
+
+} // namespace rbln

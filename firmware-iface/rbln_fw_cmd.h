@@ -40,7 +40,7 @@ struct rbln_fw_ring_ctrl {
 };
 
 /* rbln_fw_job.flags */
-#define RBLN_FW_JOB_IRQ		(1u << 0)	/* raise RBLN_FW_IRQ_RING when done */
+#define RBLN_FW_JOB_IRQ		(1u << 0)	/* IRQ when done; moderated, see .md */
 
 /*
  * A job: 64 bytes in the job ring.  asid 0 is a kernel job: its command

@@ -82,9 +82,9 @@ void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	drm_print_memory_stats(p, &stats[RBLN_FDINFO_HOST],
 			       DRM_GEM_OBJECT_RESIDENT, "memory");
 
-	spin_lock(&rf->vm.fault_lock);
+	spin_lock_irq(&rf->vm.fault_lock);
 	faults = rf->vm.fault_count;
-	spin_unlock(&rf->vm.fault_lock);
+	spin_unlock_irq(&rf->vm.fault_lock);
 	drm_printf(p, "rbln-pinned-memory:\t%llu KiB\n", pinned >> 10);
 	drm_printf(p, "rbln-asid:\t%u\n", rf->vm.asid);
 	drm_printf(p, "rbln-mmu-faults:\t%llu\n", faults);

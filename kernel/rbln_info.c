@@ -91,13 +91,13 @@ static void rbln_info_vm(struct rbln_vm *vm, struct drm_rbln_info_vm *v)
 	mutex_lock(&vm->lock);
 	v->mapped_bytes = vm->mapped_bytes;
 	mutex_unlock(&vm->lock);
-	spin_lock(&vm->fault_lock);
+	spin_lock_irq(&vm->fault_lock);
 	v->flags = vm->flags;
 	v->fault_count = vm->fault_count;
 	v->fault_va = vm->fault_va;
 	v->fault_access = vm->fault_access;
 	v->fault_reason = vm->fault_reason;
-	spin_unlock(&vm->fault_lock);
+	spin_unlock_irq(&vm->fault_lock);
 }
 
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,

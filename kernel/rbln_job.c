@@ -134,11 +134,20 @@ static void rbln_ring_retire(struct rbln_cmd_ring *ring, struct rbln_job *job,
 	dma_fence_signal(job->hw_fence);
 }
 
-/* Completion interrupt thread (and recovery): consume new completions. */
+/*
+ * Completion interrupt (and recovery): consume new completions.
+ *
+ * The card raises the ring vector for a record only if the host had read
+ * every earlier one (firmware-iface rbln_fw_cmd.md, "Interrupts"), so the
+ * host publishes cpl_head and then looks at the next record once more
+ * (a full barrier in between): either it sees the record, or the card sees
+ * the new cpl_head and raises the vector.
+ */
 void rbln_ring_process(struct rbln_cmd_ring *ring)
 {
 	struct rbln_device *rdev = ring->rdev;
 	unsigned long flags;
+	bool unpublished = false;
 
 	spin_lock_irqsave(&ring->lock, flags);
 	while (ring->up) {
@@ -147,15 +156,21 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 		struct rbln_job *job;
 
 		if ((READ_ONCE(c->flags) & RBLN_FW_REC_PHASE) !=
-		    ring->cpl_phase)
-			break;
+		    ring->cpl_phase) {
+			if (!unpublished)
+				break;
+			WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
+			unpublished = false;
+			smp_mb();	/* cpl_head out before the phase is read */
+			continue;
+		}
 		/* The record is complete once its phase is. */
 		dma_rmb();
 		memcpy(&cpl, c, sizeof(cpl));
 		ring->cpl_head = (ring->cpl_head + 1) & (ring->entries - 1);
 		if (!ring->cpl_head)
 			ring->cpl_phase ^= RBLN_FW_REC_PHASE;
-		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
+		unpublished = true;
 
 		if (cpl.status == RBLN_FW_JOB_ABORTED && ring->recovering)
 			continue;	/* written again after the reset */
@@ -181,6 +196,8 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 		rbln_ring_retire(ring, job, rbln_job_status_errno(cpl.status),
 				 cpl.start_ns, cpl.end_ns);
 	}
+	if (unpublished)	/* the ring went down meanwhile */
+		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
 	spin_unlock_irqrestore(&ring->lock, flags);
 }
 
@@ -448,7 +465,7 @@ int rbln_rings_init(struct rbln_device *rdev)
 	return 0;
 }
 
-/* Ring interrupt thread. */
+/* Ring interrupt (hard-irq context). */
 void rbln_rings_irq(struct rbln_device *rdev)
 {
 	unsigned int i;

@@ -73,8 +73,12 @@ static irqreturn_t rbln_admin_irq(int irq, void *arg)
 	return IRQ_HANDLED;
 }
 
-/* MSI-X vector RBLN_FW_IRQ_RING: job completions, in a thread. */
-static irqreturn_t rbln_ring_thread(int irq, void *arg)
+/*
+ * MSI-X vector RBLN_FW_IRQ_RING: job completions, consumed in hard-irq
+ * context (fences may be signalled there; a thread would add a wake-up and
+ * a context switch to every job).
+ */
+static irqreturn_t rbln_ring_irq(int irq, void *arg)
 {
 	rbln_rings_irq(arg);
 	return IRQ_HANDLED;
@@ -149,9 +153,8 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 		rdev->irq_ring = pci_irq_vector(pdev, RBLN_FW_IRQ_RING);
 		if (!name_ring || rdev->irq_ring < 0)
 			return -ENOMEM;
-		ret = devm_request_threaded_irq(dev, rdev->irq_ring, NULL,
-						rbln_ring_thread, IRQF_ONESHOT,
-						name_ring, rdev);
+		ret = devm_request_irq(dev, rdev->irq_ring, rbln_ring_irq, 0,
+				       name_ring, rdev);
 		if (ret) {
 			dev_err(dev, "cannot request the ring interrupt: %d\n", ret);
 			devm_free_irq(dev, rdev->irq_event, rdev);

@@ -91,8 +91,12 @@ static void rbln_uring_fence_cb(struct dma_fence *fence, struct dma_fence_cb *cb
 {
 	struct rbln_uring_req *req = container_of(cb, struct rbln_uring_req, cb);
 
+	/*
+	 * Lazy wake-up: on a DEFER_TASKRUN ring the waiting task is woken once
+	 * as many completions as it waits for are queued, not for each one.
+	 */
 	if (rbln_uring_claim(req, fence->error))
-		io_uring_cmd_complete_in_task(req->cmd, rbln_uring_task_work);
+		io_uring_cmd_do_in_task_lazy(req->cmd, rbln_uring_task_work);
 }
 
 static enum hrtimer_restart rbln_uring_deadline(struct hrtimer *t)

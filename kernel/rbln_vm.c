@@ -382,13 +382,14 @@ static const char *rbln_mmu_reason_name(u32 reason)
 void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 		       u32 access, u32 reason)
 {
+	unsigned long flags;
 	struct rbln_vm *vm;
 
 	atomic64_inc(&rdev->mmu_faults);
 	xa_lock(&rdev->vms);
 	vm = xa_load(&rdev->vms, asid);
 	if (vm) {
-		spin_lock(&vm->fault_lock);
+		spin_lock_irqsave(&vm->fault_lock, flags);
 		if (!vm->fault_count) {
 			vm->fault_va = va;
 			vm->fault_access = access;
@@ -396,7 +397,7 @@ void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 		}
 		vm->fault_count++;
 		vm->flags |= RBLN_VM_FAULTED;
-		spin_unlock(&vm->fault_lock);
+		spin_unlock_irqrestore(&vm->fault_lock, flags);
 	}
 	xa_unlock(&rdev->vms);
 

@@ -291,6 +291,34 @@ TEST_F(Jobs, RingInterruptOnlyForJobsThatAskOrSignalsWithTheIrqFlag) {
     EXPECT_TRUE(eventually([&] { return h.irq_count(RBLN_FW_IRQ_RING) == 2; }));
 }
 
+TEST_F(Jobs, JobInterruptOnlyWhenTheHostHadReadEveryEarlierRecord) {
+    CmdBuf cb;
+    cb.nop();
+    // Three jobs the host does not read yet: one interrupt, for the first.
+    for (unsigned i = 0; i < 3; i++)
+        (void)h.push_job(1, t.place(1, cb));
+    h.ring_doorbell();
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(1).done_seqno) == 3; }));
+    EXPECT_EQ(h.irq_count(RBLN_FW_IRQ_RING), 1U);
+    EXPECT_EQ(h.card.stats().ring_irqs_moderated, 2U);
+    // The host reads them all (cpl_head 3): the next job interrupts again.
+    for (unsigned i = 0; i < 3; i++)
+        ASSERT_TRUE(h.pop_job_cpl(1).has_value());
+    ASSERT_TRUE(t.run(1, cb).has_value());
+    EXPECT_TRUE(eventually([&] { return h.irq_count(RBLN_FW_IRQ_RING) == 2; }));
+    // A host that read only some: still no interrupt.
+    (void)h.push_job(1, t.place(1, cb));
+    (void)h.push_job(1, t.place(1, cb));
+    h.ring_doorbell();
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(1).done_seqno) == 6; }));
+    EXPECT_EQ(h.irq_count(RBLN_FW_IRQ_RING), 3U);
+    ASSERT_TRUE(h.pop_job_cpl(1).has_value());
+    (void)h.submit_job(1, t.place(1, cb));
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(1).done_seqno) == 7; }));
+    EXPECT_EQ(h.irq_count(RBLN_FW_IRQ_RING), 3U);
+    EXPECT_EQ(h.card.stats().ring_irqs_moderated, 4U);
+}
+
 TEST_F(Jobs, BusyTimeOfJobsGoesToTheRingControlAndTheTelemetry) {
     CmdBuf cb;
     cb.wait(TestCard::kVaHost + 64, 1);

@@ -97,6 +97,7 @@ struct CardStats {
     std::uint64_t dma_bytes = 0;       // bytes moved by COPY, COPY_STRIDED, FILL
     std::uint64_t ring_cpl_stalls = 0; // times a ring's completion ring was full
     std::uint64_t ring_cpls_dropped = 0;
+    std::uint64_t ring_irqs_moderated = 0; // job interrupts the host did not need
     std::uint64_t ring_bad_tails = 0;
     std::uint64_t injected_hangs = 0;        // `fault hang` commands
     std::uint64_t injected_dma_errors = 0;   // DMA errors that hit a packet

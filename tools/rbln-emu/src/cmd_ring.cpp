@@ -613,6 +613,7 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
             return false;
         backoff = next_backoff(backoff);
     }
+    const std::uint32_t slot = cpl_tail_;
     account_busy(cpl.start_ns, cpl.end_ns);
     write_record(cpl);
     if (!corrupt)
@@ -627,8 +628,16 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
                             out.result.why != nullptr ? ": " : "",
                             out.result.why != nullptr ? out.result.why : "");
     }
-    if ((job.desc.flags & RBLN_FW_JOB_IRQ) != 0)
-        deps_.host.ring_irq();
+    // Interrupt moderation: a host still reading earlier records reads this
+    // one too (it looks again after publishing cpl_head).  The fence orders
+    // the record before the cpl_head read, against the host's own barrier.
+    if ((job.desc.flags & RBLN_FW_JOB_IRQ) != 0) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (host_read(ctrl_->cpl_head) == slot)
+            deps_.host.ring_irq();
+        else
+            deps_.counters.irqs_moderated++;
+    }
     return true;
 }
 

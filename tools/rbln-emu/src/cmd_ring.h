@@ -47,17 +47,18 @@ struct ChipletEngine {
 
 // Card-wide counters of every ring.
 struct RingCounters {
-    std::atomic<std::uint64_t> jobs{0};         // completion records written
-    std::atomic<std::uint64_t> jobs_failed{0};  // ... with an error but ABORTED
-    std::atomic<std::uint64_t> jobs_aborted{0}; // ... with ABORTED
-    std::atomic<std::uint64_t> packets{0};      // packets run (good and bad)
-    std::atomic<std::uint64_t> dma_bytes{0};    // bytes COPY/COPY_STRIDED/FILL moved
-    std::atomic<std::uint64_t> cpl_stalls{0};   // times a completion ring was full
-    std::atomic<std::uint64_t> cpls_dropped{0}; // ABORTED records that found no room
-    std::atomic<std::uint64_t> bad_tails{0};    // job_tail >= entries seen
-    std::atomic<std::uint64_t> hangs{0};        // injected hangs that held a ring
-    std::atomic<std::uint64_t> dma_errors{0};   // injected DMA errors consumed
-    std::atomic<std::uint64_t> corrupt_cpls{0}; // injected corruptions consumed
+    std::atomic<std::uint64_t> jobs{0};           // completion records written
+    std::atomic<std::uint64_t> jobs_failed{0};    // ... with an error but ABORTED
+    std::atomic<std::uint64_t> jobs_aborted{0};   // ... with ABORTED
+    std::atomic<std::uint64_t> packets{0};        // packets run (good and bad)
+    std::atomic<std::uint64_t> dma_bytes{0};      // bytes COPY/COPY_STRIDED/FILL moved
+    std::atomic<std::uint64_t> cpl_stalls{0};     // times a completion ring was full
+    std::atomic<std::uint64_t> cpls_dropped{0};   // ABORTED records that found no room
+    std::atomic<std::uint64_t> irqs_moderated{0}; // job interrupts not raised: host still reading
+    std::atomic<std::uint64_t> bad_tails{0};      // job_tail >= entries seen
+    std::atomic<std::uint64_t> hangs{0};          // injected hangs that held a ring
+    std::atomic<std::uint64_t> dma_errors{0};     // injected DMA errors consumed
+    std::atomic<std::uint64_t> corrupt_cpls{0};   // injected corruptions consumed
 };
 
 // Wakes waiters when memory a WAIT watches may have changed.

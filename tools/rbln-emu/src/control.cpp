@@ -130,6 +130,7 @@ std::string status_reply(const Card& card) {
             r += ',';
         r += std::to_string(t.chiplet.at(i).busy_ns);
     }
+    r += " ring_irqs_moderated=" + std::to_string(s.ring_irqs_moderated);
     return r;
 }
 

@@ -39,6 +39,9 @@ step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+step "librbln streams, events and copies, 2 Rebel100 cards" \
+	"$vm" -q --timeout 600 --cards 2 --modparams "$jobparams" -- \
+	"$top/build/cmake/tests/umd/rbln_umd_vm_tests"
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
 	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;

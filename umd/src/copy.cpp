@@ -181,9 +181,22 @@ std::shared_ptr<detail::StreamState> leg_stream(Stream& stream, Device& d) {
 
 void copy_sync(Stream& stream, const CopyEndpoint& dst, const CopyEndpoint& src,
                const CopyPlan& plan) {
-    if (dst.size != src.size) { // broadcast, checked by copy()
+    if (dst.size != src.size) { // broadcast (both contiguous, checked by copy())
+        // Repeat the source on the host, then one copy of the whole.
+        std::vector<std::byte> unit(src.size);
+        CopyPlan one = plan;
+        if (src.is_device()) {
+            one.kind = CopyKind::DeviceToHost;
+            copy_sync(stream, CopyEndpoint::of_host(unit.data(), unit.size()), src, one);
+        } else {
+            gather(src, unit.data());
+        }
+        std::vector<std::byte> whole(dst.size);
         for (std::uint64_t off = 0; off < dst.size; off += src.size)
-            copy_sync(stream, sub(dst, off, src.size), src, plan);
+            std::memcpy(whole.data() + off, unit.data(), src.size);
+        one.kind = dst.is_device() ? CopyKind::HostToDevice : CopyKind::HostToHost;
+        one.cross_device = false;
+        copy_sync(stream, dst, CopyEndpoint::of_host(whole.data(), whole.size()), one);
         return;
     }
     if (plan.kind == CopyKind::HostToHost) {

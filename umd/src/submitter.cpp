@@ -110,8 +110,14 @@ Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsi
                      "not a real rbln node: no io_uring for it");
     io_uring ring{};
     const int r = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
-    if (r < 0)
-        return Error::from_errno("io_uring_queue_init(SQE128 | CQE32)", kernel.path(), -r);
+    if (r < 0) {
+        const char* why = -r == EPERM    ? "io_uring is disabled (sysctl kernel.io_uring_disabled)"
+                          : -r == ENOSYS ? "the kernel has no io_uring"
+                          : -r == EINVAL ? "the kernel lacks SQE128/CQE32 rings"
+                                         : strerror(-r);
+        return Error(errc_from_errno(-r), "io_uring_queue_init(SQE128 | CQE32)", kernel.path(), -r,
+                     std::string(why) + " (" + strerrorname_np(-r) + ")");
+    }
     return std::unique_ptr<CommandRing>(std::make_unique<IoUring>(dev->fd(), ring));
 }
 

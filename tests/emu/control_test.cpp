@@ -281,3 +281,25 @@ TEST_F(Control, RisingCardTemperaturePostsOneThermalEvent) {
     EXPECT_EQ(evs[0].type, RBLN_FW_EV_THERMAL);
     EXPECT_EQ(evs[0].data[0], 95000U);
 }
+
+TEST_F(Control, MemcpyBenchTimesTheEmulatorsOwnMemcpy) {
+    const std::string reply = run("memcpy-bench size=1048576");
+    ASSERT_EQ(reply.rfind("ok ", 0), 0U) << reply;
+    std::map<std::string, std::string> kv;
+    std::istringstream in(reply.substr(3));
+    std::string word;
+    while (in >> word)
+        kv[word.substr(0, word.find('='))] = word.substr(word.find('=') + 1);
+    EXPECT_EQ(kv["size"], "1048576");
+    EXPECT_GE(std::stoull(kv["copies"]), 3U);
+    EXPECT_GT(std::stoull(kv["ns"]), 0U);
+    EXPECT_GT(std::stod(kv["gbps"]), 0.0);
+    EXPECT_NE(run("help").find("memcpy-bench"), std::string::npos);
+}
+
+TEST_F(Control, MemcpyBenchRejectsBadSizes) {
+    for (const char* line : {"memcpy-bench", "memcpy-bench size=0", "memcpy-bench size=1073741825",
+                             "memcpy-bench bytes=4096", "memcpy-bench size=x",
+                             "memcpy-bench size=4096 size=4096"})
+        EXPECT_TRUE(is_error(run(line))) << line;
+}

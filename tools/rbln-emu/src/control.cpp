@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -342,6 +346,44 @@ std::string cmd_fault(Card& card, const CommandLine& cl) {
     throw CommandError("fault: unknown fault " + shown(cl.words[1]) + " (" + fault_names() + ")");
 }
 
+// `memcpy-bench size=N`: the emulator's own memcpy of N bytes between two
+// buffers of its own, the baseline of the card's COPY bandwidth.  One
+// warm-up copy, then copies until >= 50 ms and >= 3 copies; the median.
+// It runs on the control thread (which waits meanwhile, at most about a
+// second for 1 GiB).
+std::string cmd_memcpy_bench(Card& /*card*/, const CommandLine& cl) {
+    constexpr std::uint64_t kMax = 1ULL << 30;
+    if (cl.words.size() != 2)
+        throw CommandError("usage: memcpy-bench size=N (1 .. 1 GiB)");
+    const KeyValue kv = split_kv(cl.words[1]);
+    if (kv.key != "size")
+        throw CommandError("memcpy-bench: unknown key " + shown(kv.key) + " (size)");
+    const auto size = number<std::uint64_t>(kv);
+    if (size == 0 || size > kMax)
+        throw CommandError("size: " + std::to_string(size) + " out of range (1 .. 1 GiB)");
+    const auto n = static_cast<std::size_t>(size);
+    auto src = std::make_unique<std::byte[]>(n); // value-initialised: touched
+    auto dst = std::make_unique<std::byte[]>(n);
+    std::memset(src.get(), 0x5a, n);
+    using Clock = std::chrono::steady_clock;
+    std::memcpy(dst.get(), src.get(), n);
+    std::vector<std::int64_t> ns;
+    const auto start = Clock::now();
+    while (ns.size() < 3 || Clock::now() - start < std::chrono::milliseconds(50)) {
+        const auto t0 = Clock::now();
+        std::memcpy(dst.get(), src.get(), n);
+        ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+        src[ns.size() % n] = dst[0]; // a dependency: the copies are not elided
+    }
+    std::sort(ns.begin(), ns.end());
+    const std::int64_t median = std::max<std::int64_t>(ns[ns.size() / 2], 1);
+    std::array<char, 32> gbps{};
+    std::snprintf(gbps.data(), gbps.size(), "%.3f",
+                  static_cast<double>(size) / static_cast<double>(median));
+    return "ok size=" + std::to_string(size) + " copies=" + std::to_string(ns.size()) +
+           " ns=" + std::to_string(median) + " gbps=" + gbps.data();
+}
+
 using CommandFn = std::string (*)(Card&, const CommandLine&);
 
 struct Command {
@@ -351,10 +393,11 @@ struct Command {
 
 std::string cmd_help(Card& card, const CommandLine& cl);
 
-constexpr std::array<Command, 4> kCommands{{
+constexpr std::array<Command, 5> kCommands{{
     {"status", cmd_status},
     {"set", cmd_set},
     {"fault", cmd_fault},
+    {"memcpy-bench", cmd_memcpy_bench},
     {"help", cmd_help},
 }};
 

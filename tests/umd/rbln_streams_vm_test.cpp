@@ -362,7 +362,7 @@ TEST(VmChild, DISABLED_BusyUntilKilled) {
     const char* fd = std::getenv("RBLN_VM_TEST_READY_FD");
     ASSERT_NE(fd, nullptr);
     const char c = 'r';
-    ASSERT_EQ(write(std::atoi(fd), &c, 1), 1);
+    ASSERT_EQ(write(static_cast<int>(std::strtol(fd, nullptr, 10)), &c, 1), 1);
     for (;;)
         pause();
 }

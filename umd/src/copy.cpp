@@ -99,7 +99,7 @@ CopyEndpoint sub(const CopyEndpoint& e, std::uint64_t off, std::uint64_t len) {
 // CPU gather of a host endpoint into contiguous @out / scatter back.
 void gather(const CopyEndpoint& e, std::byte* out) {
     const std::byte* p = host_address(e);
-    if (e.contiguous()) {
+    if (e.contiguous() || e.row == 0) {
         std::memcpy(out, p, e.size);
         return;
     }
@@ -109,7 +109,7 @@ void gather(const CopyEndpoint& e, std::byte* out) {
 
 void scatter(const CopyEndpoint& e, const std::byte* in) {
     std::byte* p = host_address(e);
-    if (e.contiguous()) {
+    if (e.contiguous() || e.row == 0) {
         std::memcpy(p, in, e.size);
         return;
     }

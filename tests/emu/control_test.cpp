@@ -298,8 +298,8 @@ TEST_F(Control, MemcpyBenchTimesTheEmulatorsOwnMemcpy) {
 }
 
 TEST_F(Control, MemcpyBenchRejectsBadSizes) {
-    for (const char* line : {"memcpy-bench", "memcpy-bench size=0", "memcpy-bench size=1073741825",
-                             "memcpy-bench bytes=4096", "memcpy-bench size=x",
-                             "memcpy-bench size=4096 size=4096"})
+    for (const char* line :
+         {"memcpy-bench", "memcpy-bench size=0", "memcpy-bench size=1073741825",
+          "memcpy-bench bytes=4096", "memcpy-bench size=x", "memcpy-bench size=4096 size=4096"})
         EXPECT_TRUE(is_error(run(line))) << line;
 }

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -372,7 +372,8 @@ std::string cmd_memcpy_bench(Card& /*card*/, const CommandLine& cl) {
     while (ns.size() < 3 || Clock::now() - start < std::chrono::milliseconds(50)) {
         const auto t0 = Clock::now();
         std::memcpy(dst.get(), src.get(), n);
-        ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+        ns.push_back(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
         src[ns.size() % n] = dst[0]; // a dependency: the copies are not elided
     }
     std::sort(ns.begin(), ns.end());

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <drm/rbln_accel.h>
+#include <xf86drm.h>
 
 #include "kselftest_harness.h"
 #include "rbln_ksft.h"
@@ -455,6 +456,80 @@ TEST_F(sync, timeline_syncobj_points_order_jobs_and_signal_in_order)
 	/* a point never submitted: no fence to wait for */
 	EXPECT_EQ(-ENOENT, rbln_wait_syncobj(self->fd, tl, 3, 0, &je));
 	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, tl));
+}
+
+/* libdrm's drmSyncobj* calls (what other user space uses) on job fences */
+TEST_F(sync, libdrm_syncobj_calls_work_on_job_fences)
+{
+	__u64 *h = (__u64 *)self->host.map;
+	struct drm_rbln_sync in;
+	struct drm_rbln_submit s;
+	uint32_t tl = 0, bin = 0, first = 0;
+	uint64_t pt = 1, v = 9;
+	__u64 sa, sb;
+
+	if (!self->ready)
+		return;
+	if (self->dev.chiplet_count < 2)
+		SKIP(return, "one chiplet: the held job blocks the other queue");
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &tl));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &bin));
+	memset(self->host.map, 0, 64);
+	__sync_synchronize();
+	/* A: held by flag 5, stores 7, signals point 1 of the timeline */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_wait(&self->cb, flag_va(self, 5), 1, 0);
+	rbln_cmd_signal(&self->cb, self->host.va + 24, 7, 0);
+	rbln_submit_args(&s, self->qa, &self->cb, self->bos, 3);
+	s.out_handle = tl;
+	s.out_point = 1;
+	ASSERT_EQ(0, rbln_submit_raw(self->fd, &s));
+	sa = s.seqno;
+
+	/* the point has a fence at once (WAIT_AVAILABLE), not signalled */
+	EXPECT_EQ(0, drmSyncobjTimelineWait(self->fd, &tl, &pt, 1,
+					    rbln_deadline_ms(RBLN_JOB_WAIT_MS),
+					    DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE,
+					    &first));
+	EXPECT_EQ(-ETIME, drmSyncobjTimelineWait(self->fd, &tl, &pt, 1,
+						 rbln_deadline_ms(50), 0,
+						 &first));
+	ASSERT_EQ(0, drmSyncobjQuery(self->fd, &tl, &v, 1));
+	EXPECT_EQ(0, v);
+
+	/* point 1 moved into a binary syncobj orders B (another queue) */
+	ASSERT_EQ(0, drmSyncobjTransfer(self->fd, bin, 0, tl, 1, 0));
+	rbln_cmd_begin(&self->cb);
+	rbln_cmd_copy(&self->cb, self->host.va + 24, self->host.va + 32, 8);
+	rbln_submit_args(&s, self->qb, &self->cb, self->bos, 3);
+	in = (struct drm_rbln_sync){ .handle = bin };
+	s.in_syncs = (__u64)(uintptr_t)&in;
+	s.in_count = 1;
+	ASSERT_EQ(0, rbln_submit_raw(self->fd, &s));
+	sb = s.seqno;
+	rbln_sleep_ms(HOLD_MS);
+	expect_busy(_metadata, self->fd, self->qb, sb, "B before A");
+
+	set_flag(self, 5, 1);
+	EXPECT_EQ(0, drmSyncobjTimelineWait(self->fd, &tl, &pt, 1,
+					    rbln_deadline_ms(RBLN_JOB_WAIT_MS),
+					    0, &first));
+	EXPECT_EQ(0, drmSyncobjWait(self->fd, &bin, 1,
+				    rbln_deadline_ms(RBLN_JOB_WAIT_MS), 0,
+				    &first));
+	ASSERT_EQ(0, drmSyncobjQuery(self->fd, &tl, &v, 1));
+	EXPECT_EQ(1, v);
+	expect_done(_metadata, self->fd, self->qa, sa, 0, "A");
+	expect_done(_metadata, self->fd, self->qb, sb, 0, "B");
+	EXPECT_EQ(7, h[4]) TH_LOG("B ran before A's store");
+
+	/* the CPU signals a later point; the timeline follows */
+	pt = 3;
+	ASSERT_EQ(0, drmSyncobjTimelineSignal(self->fd, &tl, &pt, 1));
+	ASSERT_EQ(0, drmSyncobjQuery(self->fd, &tl, &v, 1));
+	EXPECT_EQ(3, v);
+	EXPECT_EQ(0, drmSyncobjDestroy(self->fd, bin));
+	EXPECT_EQ(0, drmSyncobjDestroy(self->fd, tl));
 }
 
 TEST_F(sync, wait_by_seqno_and_by_syncobj_report_the_job_error)

@@ -464,7 +464,7 @@ TEST_F(sync, libdrm_syncobj_calls_work_on_job_fences)
 	__u64 *h = (__u64 *)self->host.map;
 	struct drm_rbln_sync in;
 	struct drm_rbln_submit s;
-	uint32_t tl = 0, bin = 0, first = 0;
+	__u32 tl = 0, bin = 0, first = 0;
 	uint64_t pt = 1, v = 9;
 	__u64 sa, sb;
 

@@ -42,9 +42,10 @@ if [ "${#user[@]}" -gt 0 ]; then
 fi
 
 if [ "${#kfiles[@]}" -gt 0 ]; then
-	# CAMELCASE: the tests call user-space libraries (libdrm's drmSyncobj*).
+	# CAMELCASE, PREFER_KERNEL_TYPES: the tests call user-space libraries
+	# (libdrm's drmSyncobj* take uint64_t arrays).
 	if ! perl "$top/build/linux-src/scripts/checkpatch.pl" --strict --no-tree \
-		--terse --show-types --ignore CAMELCASE -f "${kfiles[@]}" > /tmp/rbln-cp.$$ 2>&1; then
+		--terse --show-types --ignore CAMELCASE,PREFER_KERNEL_TYPES -f "${kfiles[@]}" > /tmp/rbln-cp.$$ 2>&1; then
 		cat /tmp/rbln-cp.$$ >&2
 		echo "lint: checkpatch findings in kernel-style test code" >&2
 		status=1

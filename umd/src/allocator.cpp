@@ -1,0 +1,959 @@
+// SPDX-License-Identifier: GPL-2.0
+// allocator.cpp - the per-chiplet caching allocator (PyTorch's
+// CUDACachingAllocator policy, written anew) and the per-device group.
+//
+// Data structures: a block is one range of a segment; the blocks of a
+// segment form a doubly linked list in address order.  Free blocks sit in
+// their pool's set ordered by (stream, size, address), so lower_bound is
+// the best fit on the request's stream.  Blocks come from an arena with a
+// free list and set nodes are recycled (extract / insert of node handles),
+// so a cached alloc/free pair allocates no host memory.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "drm/rbln_accel.h"
+#include "rbln/allocator.hpp"
+
+namespace rbln {
+
+namespace detail {
+
+struct Pool;
+
+struct Block {
+    std::uint64_t va = 0;
+    std::uint64_t size = 0;
+    std::uint64_t requested = 0;
+    std::uint64_t segment_va = 0;
+    StreamId stream = kDefaultStream;
+    Pool* pool = nullptr;
+    Block* prev = nullptr; ///< neighbours in the segment
+    Block* next = nullptr;
+    ChipletAllocator* owner = nullptr;
+    std::uint64_t gc_base = 0; ///< pool's get_free_calls when last handed out
+    std::uint32_t handle = 0;
+    std::uint32_t event_count = 0; ///< fences not yet done (freed, awaiting streams)
+    bool allocated = false;
+    std::vector<std::shared_ptr<StreamFenceSource>> stream_uses;
+
+    bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+};
+
+namespace {
+
+struct BlockKey {
+    StreamId stream;
+    std::uint64_t size;
+    std::uint64_t va;
+};
+
+struct BlockLess {
+    using is_transparent = void;
+    static auto key(const Block* b) noexcept { return std::tie(b->stream, b->size, b->va); }
+    static auto key(const BlockKey& k) noexcept { return std::tie(k.stream, k.size, k.va); }
+    template <typename A, typename B> bool operator()(const A& a, const B& b) const noexcept {
+        return key(a) < key(b);
+    }
+};
+
+} // namespace
+
+using BlockSet = std::set<Block*, BlockLess>;
+
+struct Pool {
+    explicit Pool(bool is_small) : small(is_small) {}
+    BlockSet blocks;
+    bool small;
+    std::uint64_t get_free_calls = 0; ///< garbage-collection clock
+    StatType type() const noexcept { return small ? StatType::SmallPool : StatType::LargePool; }
+};
+
+class ChipletAllocator {
+public:
+    ChipletAllocator(DeviceAllocator& device, AllocatorPlace place)
+        : device_(device), npu_(place.npu), chiplet_(place.chiplet),
+          provider_(std::move(place.provider)) {
+        stats_.max_split_size = max_split_stat(device.config_);
+    }
+    ChipletAllocator(const ChipletAllocator&) = delete;
+    ChipletAllocator& operator=(const ChipletAllocator&) = delete;
+    ChipletAllocator(ChipletAllocator&&) = delete;
+    ChipletAllocator& operator=(ChipletAllocator&&) = delete;
+    ~ChipletAllocator() = default;
+
+    static std::int64_t max_split_stat(const AllocatorConfig& c) noexcept {
+        return c.max_split_size == alloc::kNoMaxSplit ? -1
+                                                      : static_cast<std::int64_t>(c.max_split_size);
+    }
+
+    // ---- with the device mutex held --------------------------------------
+
+    Block* malloc(std::uint64_t size, StreamId stream, std::unique_lock<std::mutex>& lock);
+    void free(Block* block, std::unique_lock<std::mutex>& lock) noexcept;
+    void record_stream(Block* block, std::shared_ptr<StreamFenceSource> source);
+    /// PyTorch's release_cached_blocks (empty_cache, last OOM step).
+    void release_cached_blocks(std::unique_lock<std::mutex>& lock);
+    /// At destruction: every cached segment back (pending fences waited for).
+    void release_all(std::unique_lock<std::mutex>& lock) noexcept;
+    void set_fraction(double fraction) noexcept {
+        allowed_max_ =
+            static_cast<std::uint64_t>(fraction * static_cast<double>(provider_->capacity()));
+        fraction_set_ = true;
+    }
+
+    AllocatorStats stats_;
+    unsigned npu() const noexcept { return npu_; }
+    unsigned chiplet() const noexcept { return chiplet_; }
+
+    // ---- without the device mutex -----------------------------------------
+
+    /// Returns the blocks whose fences are done to the pools.
+    void process_events();
+
+private:
+    struct Params {
+        std::uint64_t size;       ///< rounded request
+        std::uint64_t alloc_size; ///< segment size if a new one is needed
+        StreamId stream;
+        Pool* pool;
+    };
+    struct PendingFence {
+        std::unique_ptr<StreamFence> fence;
+        Block* block;
+    };
+    using PendingMap = std::map<StreamId, std::deque<PendingFence>>;
+
+    const AllocatorConfig& config() const noexcept { return device_.config_; }
+    std::uint64_t max_split() const noexcept { return config().max_split_size; }
+    bool gc_enabled() const noexcept { return config().garbage_collection_threshold > 0.0; }
+
+    // Statistics: this chiplet's and the device's (exact joint peaks: both
+    // change under the same mutex).
+    void inc(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {
+        const auto a = static_cast<std::int64_t>(n);
+        const auto i = static_cast<std::size_t>(t);
+        (stats_.*f)[0].increase(a);
+        (stats_.*f)[i].increase(a);
+        (device_.total_.*f)[0].increase(a);
+        (device_.total_.*f)[i].increase(a);
+    }
+    void dec(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {
+        const auto a = static_cast<std::int64_t>(n);
+        const auto i = static_cast<std::size_t>(t);
+        (stats_.*f)[0].decrease(a);
+        (stats_.*f)[i].decrease(a);
+        (device_.total_.*f)[0].decrease(a);
+        (device_.total_.*f)[i].decrease(a);
+    }
+    void inc(Stat AllocatorStats::*f) noexcept {
+        (stats_.*f).increase(1);
+        (device_.total_.*f).increase(1);
+    }
+    void dec(Stat AllocatorStats::*f) noexcept {
+        (stats_.*f).decrease(1);
+        (device_.total_.*f).decrease(1);
+    }
+    void count(std::int64_t AllocatorStats::*f) noexcept {
+        ++(stats_.*f);
+        ++(device_.total_.*f);
+    }
+
+    // Invariant: spare_blocks_ and spare_nodes_ have capacity for every
+    // block of the arena, and there are as many set nodes as blocks, so
+    // freeing (recycle, erase, insert) never allocates and cannot throw.
+    Block* new_block() {
+        if (spare_blocks_.empty()) {
+            spare_blocks_.reserve(arena_.size() + 1);
+            spare_nodes_.reserve(arena_.size() + 1);
+            const auto [it, inserted] = scratch_.insert(&scratch_key_);
+            (void)inserted;
+            BlockSet::node_type node = scratch_.extract(it);
+            Block* b = &arena_.emplace_back();
+            spare_nodes_.push_back(std::move(node));
+            return b;
+        }
+        Block* b = spare_blocks_.back();
+        spare_blocks_.pop_back();
+        return b;
+    }
+    void recycle(Block* b) noexcept {
+        *b = Block{};
+        spare_blocks_.push_back(b);
+    }
+    void insert(Pool& pool, Block* b) {
+        if (spare_nodes_.empty()) {
+            pool.blocks.insert(b);
+            return;
+        }
+        BlockSet::node_type node = std::move(spare_nodes_.back());
+        spare_nodes_.pop_back();
+        node.value() = b;
+        pool.blocks.insert(std::move(node));
+    }
+    void erase(Pool& pool, BlockSet::iterator it) {
+        spare_nodes_.push_back(pool.blocks.extract(it));
+    }
+    void erase(Pool& pool, Block* b) { erase(pool, pool.blocks.find(b)); }
+
+    Block* get_free_block(const Params& p);
+    Block* alloc_block(const Params& p, bool is_retry);
+    bool release_available_cached_blocks(const Params& p);
+    void release_block(Block* b) noexcept;
+    void release_blocks(Pool& pool) noexcept;
+    void garbage_collect() noexcept;
+    void synchronize_and_free_events(std::unique_lock<std::mutex>& lock);
+    bool should_split(const Block* b, std::uint64_t size) const noexcept;
+    Block* alloc_found_block(Block* b, const Params& p, std::uint64_t requested);
+    void free_block(Block* b);
+    std::uint64_t try_merge(Block* dst, Block* src, Pool& pool);
+    void complete(const std::vector<Block*>& done);
+    void restore(PendingMap& local);
+    [[noreturn]] void throw_oom(std::uint64_t size, std::uint64_t alloc_size) const;
+
+    DeviceAllocator& device_;
+    unsigned npu_;
+    unsigned chiplet_;
+    std::unique_ptr<SegmentProvider> provider_;
+    Pool small_{true};
+    Pool large_{false};
+    std::deque<Block> arena_; ///< stable addresses
+    std::vector<Block*> spare_blocks_;
+    std::vector<BlockSet::node_type> spare_nodes_;
+    BlockSet scratch_;  ///< where new set nodes are made
+    Block scratch_key_; ///< the value they are made with
+    bool fraction_set_ = false;
+    std::uint64_t allowed_max_ = 0;
+
+    std::mutex events_mutex_; ///< guards pending_ (never held while calling a fence)
+    PendingMap pending_;
+    std::atomic<std::size_t> pending_count_{0};
+};
+
+Block* ChipletAllocator::get_free_block(const Params& p) {
+    Pool& pool = *p.pool;
+    if (gc_enabled())
+        pool.get_free_calls++;
+    const auto it = pool.blocks.lower_bound(BlockKey{p.stream, p.size, 0});
+    if (it == pool.blocks.end() || (*it)->stream != p.stream)
+        return nullptr;
+    Block* b = *it;
+    // An oversize block serves only oversize requests, and only if it is
+    // not much larger.
+    if (p.size < max_split() && b->size >= max_split())
+        return nullptr;
+    if (p.size >= max_split() && b->size >= p.size + alloc::kLargeBuffer)
+        return nullptr;
+    b->gc_base = pool.get_free_calls;
+    erase(pool, it);
+    return b;
+}
+
+Block* ChipletAllocator::alloc_block(const Params& p, bool is_retry) {
+    if (is_retry)
+        count(&AllocatorStats::num_alloc_retries);
+    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    if (fraction_set_ && reserved + p.alloc_size > allowed_max_)
+        return nullptr;
+    const std::optional<Segment> seg = provider_->allocate(p.alloc_size);
+    if (!seg)
+        return nullptr;
+    Block* b = nullptr;
+    try {
+        b = new_block();
+    } catch (...) {
+        provider_->release(Segment{seg->handle, seg->device_va, p.alloc_size});
+        throw;
+    }
+    b->va = seg->device_va;
+    b->segment_va = seg->device_va;
+    b->size = p.alloc_size;
+    b->handle = seg->handle;
+    b->stream = p.stream;
+    b->pool = p.pool;
+    b->owner = this;
+    b->gc_base = p.pool->get_free_calls;
+    inc(&AllocatorStats::segment, p.pool->type(), 1);
+    inc(&AllocatorStats::reserved_bytes, p.pool->type(), p.alloc_size);
+    if (p.alloc_size >= max_split())
+        inc(&AllocatorStats::oversize_segments);
+    count(&AllocatorStats::num_device_alloc);
+    return b;
+}
+
+void ChipletAllocator::release_block(Block* b) noexcept {
+    Pool& pool = *b->pool;
+    provider_->release(Segment{b->handle, b->va, b->size});
+    dec(&AllocatorStats::segment, pool.type(), 1);
+    dec(&AllocatorStats::reserved_bytes, pool.type(), b->size);
+    if (b->size >= max_split())
+        dec(&AllocatorStats::oversize_segments);
+    count(&AllocatorStats::num_device_free);
+    erase(pool, b);
+    recycle(b);
+}
+
+// Frees oversize cached segments of the request's stream: the smallest one
+// that covers the request, else the largest ones until they add up to it.
+bool ChipletAllocator::release_available_cached_blocks(const Params& p) {
+    if (max_split() == alloc::kNoMaxSplit)
+        return false;
+    Pool& pool = *p.pool;
+    const std::uint64_t want = std::max(p.size, max_split());
+    auto it = pool.blocks.lower_bound(BlockKey{p.stream, want, 0});
+    if (it != pool.blocks.end() && (*it)->stream == p.stream && !(*it)->is_split()) {
+        release_block(*it);
+        return true;
+    }
+    if (it == pool.blocks.begin())
+        return false;
+    --it;
+    std::uint64_t released = 0;
+    while (released < want && (*it)->size >= max_split() && (*it)->stream == p.stream) {
+        const auto cur = it;
+        const bool first = cur == pool.blocks.begin();
+        if (!first)
+            --it;
+        if (!(*cur)->is_split()) {
+            released += (*cur)->size;
+            release_block(*cur);
+        }
+        if (first)
+            break;
+    }
+    return released >= want;
+}
+
+void ChipletAllocator::release_blocks(Pool& pool) noexcept {
+    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+        Block* b = *it;
+        ++it;
+        if (!b->is_split())
+            release_block(b);
+    }
+}
+
+void ChipletAllocator::synchronize_and_free_events(std::unique_lock<std::mutex>& lock) {
+    count(&AllocatorStats::num_sync_all_streams);
+    if (pending_count_.load() == 0)
+        return;
+    PendingMap local;
+    lock.unlock();
+    {
+        const std::lock_guard<std::mutex> ev(events_mutex_);
+        local.swap(pending_);
+        pending_count_.store(0);
+    }
+    std::vector<Block*> done;
+    for (auto& [stream, queue] : local) {
+        for (auto& e : queue) {
+            try {
+                e.fence->synchronize();
+            } catch (...) { // NOLINT(bugprone-empty-catch)
+                // The stream's work ended (a failure is the stream's to
+                // report): nothing uses the block any more.
+            }
+            done.push_back(e.block);
+        }
+    }
+    local.clear(); // fences go without the mutex
+    lock.lock();
+    for (Block* b : done)
+        if (--b->event_count == 0)
+            free_block(b);
+}
+
+void ChipletAllocator::release_cached_blocks(std::unique_lock<std::mutex>& lock) {
+    synchronize_and_free_events(lock);
+    release_blocks(large_);
+    release_blocks(small_);
+}
+
+void ChipletAllocator::release_all(std::unique_lock<std::mutex>& lock) noexcept {
+    try {
+        synchronize_and_free_events(lock);
+    } catch (...) { // NOLINT(bugprone-empty-catch)
+        // host memory: what stays pending stays with the kernel
+    }
+    release_blocks(large_);
+    release_blocks(small_);
+}
+
+// PyTorch's garbage_collect_cached_blocks: while reserved is above the
+// threshold, free unsplit large blocks at least as old as the average.
+void ChipletAllocator::garbage_collect() noexcept {
+    const double allowed = fraction_set_ ? static_cast<double>(allowed_max_)
+                                         : static_cast<double>(provider_->capacity());
+    const auto threshold =
+        static_cast<std::uint64_t>(config().garbage_collection_threshold * allowed);
+    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    if (reserved <= threshold)
+        return;
+    const std::uint64_t target = reserved - threshold;
+    std::uint64_t total_age = 0;
+    std::uint64_t freeable = 0;
+    for (const Block* b : large_.blocks) {
+        if (!b->is_split()) {
+            total_age += large_.get_free_calls - b->gc_base;
+            freeable++;
+        }
+    }
+    std::uint64_t reclaimed = 0;
+    bool freed = true;
+    while (reclaimed < target && freed && freeable > 0) {
+        const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable);
+        freed = false;
+        for (auto it = large_.blocks.begin(); it != large_.blocks.end();) {
+            Block* b = *it;
+            ++it;
+            const std::uint64_t age = large_.get_free_calls - b->gc_base;
+            if (!b->is_split() && static_cast<double>(age) >= age_threshold) {
+                freed = true;
+                reclaimed += b->size;
+                total_age -= age;
+                freeable--;
+                release_block(b);
+            }
+        }
+    }
+}
+
+bool ChipletAllocator::should_split(const Block* b, std::uint64_t size) const noexcept {
+    const std::uint64_t remaining = b->size - size;
+    if (b->pool->small)
+        return remaining >= alloc::kMinBlockSize;
+    return size < max_split() && remaining > alloc::kSmallSize;
+}
+
+Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint64_t requested) {
+    Pool& pool = *p.pool;
+    const StatType t = pool.type();
+    const bool already_split = b->is_split();
+    Block* block = b;
+    if (should_split(b, p.size)) {
+        Block* remaining = b;
+        try {
+            block = new_block();
+        } catch (...) {
+            insert(pool, b);
+            throw;
+        }
+        block->va = remaining->va;
+        block->size = p.size;
+        block->segment_va = remaining->segment_va;
+        block->handle = remaining->handle;
+        block->stream = remaining->stream;
+        block->pool = &pool;
+        block->owner = this;
+        block->gc_base = remaining->gc_base;
+        block->prev = remaining->prev;
+        if (block->prev != nullptr)
+            block->prev->next = block;
+        block->next = remaining;
+        remaining->prev = block;
+        remaining->va += p.size;
+        remaining->size -= p.size;
+        insert(pool, remaining);
+        if (already_split) {
+            // An inactive split block shrinks by the allocation.
+            dec(&AllocatorStats::inactive_split_bytes, t, block->size);
+        } else {
+            // A new inactive split block: the remainder.
+            inc(&AllocatorStats::inactive_split_bytes, t, remaining->size);
+            inc(&AllocatorStats::inactive_split, t, 1);
+        }
+    } else if (already_split) {
+        // An inactive split block becomes active whole.
+        dec(&AllocatorStats::inactive_split_bytes, t, block->size);
+        dec(&AllocatorStats::inactive_split, t, 1);
+    }
+    block->allocated = true;
+    block->requested = requested;
+    inc(&AllocatorStats::allocation, t, 1);
+    inc(&AllocatorStats::allocated_bytes, t, block->size);
+    inc(&AllocatorStats::active, t, 1);
+    inc(&AllocatorStats::active_bytes, t, block->size);
+    inc(&AllocatorStats::requested_bytes, t, requested);
+    if (block->size >= max_split())
+        inc(&AllocatorStats::oversize_allocations);
+    return block;
+}
+
+Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
+                                std::unique_lock<std::mutex>& lock) {
+    const std::uint64_t rounded = round_request(size, config());
+    Pool& pool = is_small_request(rounded) ? small_ : large_;
+    const Params p{rounded, segment_size_for(rounded), stream, &pool};
+    Block* b = get_free_block(p);
+    if (b == nullptr) {
+        if (gc_enabled())
+            garbage_collect();
+        b = alloc_block(p, false);
+        if (b == nullptr && release_available_cached_blocks(p))
+            b = alloc_block(p, false);
+        if (b == nullptr) {
+            release_cached_blocks(lock);
+            b = alloc_block(p, true);
+        }
+    }
+    if (b == nullptr) {
+        count(&AllocatorStats::num_ooms);
+        throw_oom(size, p.alloc_size);
+    }
+    return alloc_found_block(b, p, size);
+}
+
+std::uint64_t ChipletAllocator::try_merge(Block* dst, Block* src, Pool& pool) {
+    if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty())
+        return 0;
+    erase(pool, src);       // before its key changes
+    if (dst->prev == src) { // [src dst]
+        dst->va = src->va;
+        dst->prev = src->prev;
+        if (dst->prev != nullptr)
+            dst->prev->next = dst;
+    } else { // [dst src]
+        dst->next = src->next;
+        if (dst->next != nullptr)
+            dst->next->prev = dst;
+    }
+    const std::uint64_t subsumed = src->size;
+    dst->size += subsumed;
+    recycle(src);
+    return subsumed;
+}
+
+void ChipletAllocator::free_block(Block* b) {
+    Pool& pool = *b->pool;
+    const StatType t = pool.type();
+    const std::uint64_t original = b->size;
+    const std::uint64_t requested = b->requested;
+    std::int64_t split_blocks = 0;
+    std::int64_t split_bytes = 0;
+    for (Block* candidate : {b->prev, b->next}) {
+        const std::uint64_t subsumed = try_merge(b, candidate, pool);
+        if (subsumed > 0) {
+            split_blocks -= 1;
+            split_bytes -= static_cast<std::int64_t>(subsumed);
+        }
+    }
+    insert(pool, b);
+    if (b->is_split()) {
+        split_blocks += 1;
+        split_bytes += static_cast<std::int64_t>(b->size);
+    }
+    if (split_blocks > 0)
+        inc(&AllocatorStats::inactive_split, t, static_cast<std::uint64_t>(split_blocks));
+    else if (split_blocks < 0)
+        dec(&AllocatorStats::inactive_split, t, static_cast<std::uint64_t>(-split_blocks));
+    if (split_bytes > 0)
+        inc(&AllocatorStats::inactive_split_bytes, t, static_cast<std::uint64_t>(split_bytes));
+    else if (split_bytes < 0)
+        dec(&AllocatorStats::inactive_split_bytes, t, static_cast<std::uint64_t>(-split_bytes));
+    dec(&AllocatorStats::active, t, 1);
+    dec(&AllocatorStats::active_bytes, t, original);
+    dec(&AllocatorStats::requested_bytes, t, requested);
+}
+
+void ChipletAllocator::free(Block* block, std::unique_lock<std::mutex>& lock) noexcept {
+    const StatType t = block->pool->type();
+    block->allocated = false;
+    dec(&AllocatorStats::allocation, t, 1);
+    dec(&AllocatorStats::allocated_bytes, t, block->size);
+    if (block->size >= max_split())
+        dec(&AllocatorStats::oversize_allocations);
+    if (block->stream_uses.empty()) {
+        // Nodes and spare blocks are reserved ahead, so this cannot throw.
+        free_block(block);
+        return;
+    }
+    // Used by other streams: back to the pool once their work up to now is
+    // done.  The fences are recorded without the mutex (recording enqueues
+    // work on the stream, which may free into this allocator).
+    std::vector<std::shared_ptr<StreamFenceSource>> uses = std::move(block->stream_uses);
+    block->stream_uses.clear();
+    block->event_count = static_cast<std::uint32_t>(uses.size());
+    lock.unlock();
+    std::vector<std::pair<StreamId, PendingFence>> recorded;
+    for (auto& use : uses) {
+        try {
+            recorded.emplace_back(use->stream_id(), PendingFence{use->record(), block});
+        } catch (const std::exception& e) {
+            // Without a fence nobody can tell when that stream is done with
+            // the block: it never returns to the pool (it stays active).
+            std::fprintf(stderr,
+                         "librbln: warning: record_stream fence failed (%s); a %llu-byte "
+                         "block stays in use\n",
+                         e.what(), static_cast<unsigned long long>(block->size));
+        }
+    }
+    const std::lock_guard<std::mutex> ev(events_mutex_);
+    for (auto& [stream, pending] : recorded) {
+        try {
+            pending_[stream].push_back(std::move(pending));
+            pending_count_.fetch_add(1);
+        } catch (...) { // NOLINT(bugprone-empty-catch)
+            // Host memory exhausted: as above, the block stays in use.
+        }
+    }
+}
+
+void ChipletAllocator::record_stream(Block* block, std::shared_ptr<StreamFenceSource> source) {
+    if (source->stream_id() == block->stream)
+        return;
+    for (const auto& u : block->stream_uses)
+        if (u->stream_id() == source->stream_id())
+            return;
+    block->stream_uses.push_back(std::move(source));
+}
+
+void ChipletAllocator::complete(const std::vector<Block*>& done) {
+    if (done.empty())
+        return;
+    const std::lock_guard<std::mutex> lock(device_.mutex_);
+    for (Block* b : done)
+        if (--b->event_count == 0)
+            free_block(b);
+}
+
+void ChipletAllocator::restore(PendingMap& local) {
+    const std::lock_guard<std::mutex> ev(events_mutex_);
+    for (auto& [stream, queue] : local) {
+        if (queue.empty())
+            continue;
+        auto& dst = pending_[stream];
+        pending_count_.fetch_add(queue.size());
+        dst.insert(dst.begin(), std::make_move_iterator(queue.begin()),
+                   std::make_move_iterator(queue.end()));
+    }
+}
+
+void ChipletAllocator::process_events() {
+    if (pending_count_.load(std::memory_order_acquire) == 0)
+        return;
+    PendingMap local;
+    {
+        const std::lock_guard<std::mutex> ev(events_mutex_);
+        local.swap(pending_);
+        pending_count_.store(0);
+    }
+    std::vector<Block*> done;
+    try {
+        for (auto& [stream, queue] : local) {
+            // In order per stream; a busy stream does not hold up others.
+            while (!queue.empty() && queue.front().fence->query()) {
+                done.push_back(queue.front().block);
+                queue.pop_front();
+            }
+        }
+    } catch (...) {
+        restore(local);
+        complete(done);
+        throw;
+    }
+    restore(local);
+    complete(done);
+}
+
+void ChipletAllocator::throw_oom(std::uint64_t size, std::uint64_t alloc_size) const {
+    const auto allocated = static_cast<std::uint64_t>(stats_.allocated_bytes[0].current);
+    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    const std::uint64_t capacity = provider_->capacity();
+    std::string free_text;
+    if (const std::optional<std::uint64_t> f = provider_->free_bytes())
+        free_text = format_bytes(*f) + " is free";
+    else
+        free_text =
+            "at most " + format_bytes(capacity > reserved ? capacity - reserved : 0) + " is free";
+    std::string msg = "rbln:" + std::to_string(device_.device_index()) + " NPU " +
+                      std::to_string(npu_) + " chiplet " + std::to_string(chiplet_) +
+                      " is out of memory: tried to allocate " + format_bytes(alloc_size) +
+                      " for a request of " + format_bytes(size) + "; the chiplet has " +
+                      format_bytes(capacity) + " in total, of which " + free_text;
+    if (fraction_set_)
+        msg += " (this process may use " + format_bytes(allowed_max_) + ")";
+    msg += "; this process's caching allocator has " + format_bytes(allocated) + " allocated and " +
+           format_bytes(reserved) + " reserved on this chiplet (" +
+           format_bytes(reserved - allocated) +
+           " reserved but unallocated). Other chiplets of the device are not used for it: "
+           "place the allocation on another chiplet or free memory on this one; if reserved "
+           "but unallocated memory is large, RBLN_ALLOC_CONF=max_split_size_mb:<MiB> "
+           "limits fragmentation";
+    throw Error(Errc::OutOfMemory, "allocate", provider_->node(), ENOSPC, msg);
+}
+
+} // namespace detail
+
+// ---- KernelSegmentProvider ------------------------------------------------
+
+KernelSegmentProvider::KernelSegmentProvider(
+    std::shared_ptr<KernelInterface> kernel, unsigned chiplet, std::uint64_t capacity,
+    std::function<std::optional<std::uint64_t>()> free_probe)
+    : kernel_(std::move(kernel)), chiplet_(chiplet), capacity_(capacity),
+      free_probe_(std::move(free_probe)) {}
+
+std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
+    try {
+        const BoHandle bo = kernel_->bo_create(BoCreateArgs{size, RBLN_REGION_HBM, chiplet_, 0});
+        return Segment{bo.handle, bo.device_va, size};
+    } catch (const Error& e) {
+        if (e.code() == Errc::OutOfMemory)
+            return std::nullopt;
+        throw;
+    }
+}
+
+void KernelSegmentProvider::release(const Segment& segment) noexcept {
+    try {
+        kernel_->gem_close(segment.handle);
+    } catch (...) { // NOLINT(bugprone-empty-catch)
+        // The node is gone: the kernel freed the buffer with it.
+    }
+}
+
+std::optional<std::uint64_t> KernelSegmentProvider::free_bytes() const {
+    if (!free_probe_)
+        return std::nullopt;
+    return free_probe_();
+}
+
+// ---- DeviceBlock ----------------------------------------------------------
+
+DeviceBlock& DeviceBlock::operator=(DeviceBlock&& other) noexcept {
+    if (this != &other) {
+        reset();
+        owner_ = std::exchange(other.owner_, nullptr);
+        block_ = std::exchange(other.block_, nullptr);
+    }
+    return *this;
+}
+
+std::uint64_t DeviceBlock::device_va() const noexcept {
+    return block_ ? block_->va : 0;
+}
+std::uint64_t DeviceBlock::size() const noexcept {
+    return block_ ? block_->size : 0;
+}
+std::uint64_t DeviceBlock::requested_size() const noexcept {
+    return block_ ? block_->requested : 0;
+}
+std::uint32_t DeviceBlock::handle() const noexcept {
+    return block_ ? block_->handle : 0;
+}
+std::uint64_t DeviceBlock::segment_offset() const noexcept {
+    return block_ ? block_->va - block_->segment_va : 0;
+}
+StreamId DeviceBlock::stream() const noexcept {
+    return block_ ? block_->stream : 0;
+}
+
+unsigned DeviceBlock::place() const noexcept {
+    if (!block_)
+        return 0;
+    for (unsigned i = 0; i < owner_->chiplets_.size(); i++)
+        if (owner_->chiplets_[i].get() == block_->owner)
+            return i;
+    return 0;
+}
+
+void DeviceBlock::reset() noexcept {
+    if (block_ != nullptr)
+        owner_->free(std::exchange(block_, nullptr));
+    owner_ = nullptr;
+}
+
+// ---- DeviceAllocator -------------------------------------------------------
+
+DeviceAllocator::DeviceAllocator(unsigned device_index, std::vector<AllocatorPlace> places,
+                                 AllocatorConfig config)
+    : device_index_(device_index), config_(config) {
+    if (places.empty())
+        throw Error(Errc::InvalidArgument, "DeviceAllocator", "", 0,
+                    "a device allocator needs at least one chiplet");
+    total_.max_split_size = detail::ChipletAllocator::max_split_stat(config_);
+    for (auto& p : places) {
+        if (!p.provider)
+            throw Error(Errc::InvalidArgument, "DeviceAllocator", "", 0,
+                        "chiplet " + std::to_string(p.chiplet) + " of NPU " +
+                            std::to_string(p.npu) + " has no segment provider");
+        chiplets_.push_back(std::make_unique<detail::ChipletAllocator>(*this, std::move(p)));
+    }
+}
+
+DeviceAllocator::~DeviceAllocator() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (auto& c : chiplets_)
+        c->release_all(lock);
+}
+
+std::unique_ptr<DeviceAllocator> DeviceAllocator::for_kernels(
+    unsigned device_index,
+    const std::vector<std::pair<unsigned, std::shared_ptr<KernelInterface>>>& npus,
+    AllocatorConfig config) {
+    std::vector<AllocatorPlace> places;
+    for (const auto& [npu, kernel] : npus) {
+        const DeviceIdentity id = query_device_identity(*kernel);
+        for (unsigned c = 0; c < id.chiplet_count; c++)
+            places.push_back(AllocatorPlace{
+                npu, c, std::make_unique<KernelSegmentProvider>(kernel, c, id.hbm_size[c])});
+    }
+    return std::make_unique<DeviceAllocator>(device_index, std::move(places), config);
+}
+
+detail::ChipletAllocator& DeviceAllocator::chiplet(unsigned place) const {
+    if (place >= chiplets_.size())
+        throw Error(Errc::InvalidArgument, "allocate", "", 0,
+                    "place " + std::to_string(place) +
+                        " does not exist: rbln:" + std::to_string(device_index_) + " has " +
+                        std::to_string(chiplets_.size()) + " chiplets");
+    return *chiplets_[place];
+}
+
+unsigned DeviceAllocator::npu_of(unsigned place) const {
+    return chiplet(place).npu();
+}
+unsigned DeviceAllocator::chiplet_of(unsigned place) const {
+    return chiplet(place).chiplet();
+}
+
+unsigned DeviceAllocator::find_place(unsigned npu, unsigned chiplet_index) const {
+    for (unsigned i = 0; i < chiplets_.size(); i++)
+        if (chiplets_[i]->npu() == npu && chiplets_[i]->chiplet() == chiplet_index)
+            return i;
+    throw Error(Errc::InvalidArgument, "find_place", "", 0,
+                "rbln:" + std::to_string(device_index_) + " has no chiplet " +
+                    std::to_string(chiplet_index) + " on NPU " + std::to_string(npu));
+}
+
+void DeviceAllocator::set_default_place(unsigned place) {
+    chiplet(place);
+    default_place_.store(place);
+}
+
+DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream,
+                                      std::optional<unsigned> place) {
+    if (size == 0)
+        return {};
+    detail::ChipletAllocator& c = chiplet(place ? *place : default_place_.load());
+    if (size > (1ull << 60))
+        throw Error(Errc::InvalidArgument, "allocate", "", 0,
+                    "a request of " + std::to_string(size) +
+                        " bytes is larger than any device memory");
+    c.process_events();
+    std::unique_lock<std::mutex> lock(mutex_);
+    return DeviceBlock(this, c.malloc(size, stream, lock));
+}
+
+void DeviceAllocator::free(detail::Block* block) noexcept {
+    std::unique_lock<std::mutex> lock(mutex_);
+    block->owner->free(block, lock);
+}
+
+void DeviceAllocator::record_stream(const DeviceBlock& block,
+                                    std::shared_ptr<StreamFenceSource> stream) {
+    if (!block || block.owner_ != this)
+        throw Error(Errc::InvalidArgument, "record_stream", "", 0,
+                    "the block is empty or belongs to another allocator");
+    if (!stream)
+        throw Error(Errc::InvalidArgument, "record_stream", "", 0, "no stream");
+    const std::lock_guard<std::mutex> lock(mutex_);
+    block.block_->owner->record_stream(block.block_, std::move(stream));
+}
+
+void DeviceAllocator::empty_cache() {
+    for (auto& c : chiplets_)
+        c->process_events();
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (auto& c : chiplets_)
+        c->release_cached_blocks(lock);
+}
+
+void DeviceAllocator::set_memory_fraction(double fraction, unsigned place) {
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+        throw Error(Errc::InvalidArgument, "set_memory_fraction", "", 0,
+                    "fraction " + std::to_string(fraction) + " is outside 0..1");
+    detail::ChipletAllocator& c = chiplet(place);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    c.set_fraction(fraction);
+}
+
+AllocatorStats DeviceAllocator::stats() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return total_;
+}
+
+AllocatorStats DeviceAllocator::stats(unsigned place) const {
+    const detail::ChipletAllocator& c = chiplet(place);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return c.stats_;
+}
+
+void DeviceAllocator::snapshot(AllocatorStats& total, std::vector<AllocatorStats>& per) const {
+    per.clear();
+    per.reserve(chiplets_.size());
+    const std::lock_guard<std::mutex> lock(mutex_);
+    total = total_;
+    for (const auto& c : chiplets_)
+        per.push_back(c->stats_);
+}
+
+std::uint64_t DeviceAllocator::memory_allocated() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::uint64_t>(total_.allocated_bytes[0].current);
+}
+std::uint64_t DeviceAllocator::memory_reserved() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::uint64_t>(total_.reserved_bytes[0].current);
+}
+std::uint64_t DeviceAllocator::max_memory_allocated() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::uint64_t>(total_.allocated_bytes[0].peak);
+}
+std::uint64_t DeviceAllocator::max_memory_reserved() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::uint64_t>(total_.reserved_bytes[0].peak);
+}
+
+namespace {
+
+template <typename F> void for_each_stat(AllocatorStats& s, F f) {
+    for (StatArray* a :
+         {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+          &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+        for (Stat& st : *a)
+            f(st);
+    f(s.oversize_allocations);
+    f(s.oversize_segments);
+}
+
+void reset_counters(AllocatorStats& s) {
+    for_each_stat(s, [](Stat& st) { st.reset_accumulated(); });
+    s.num_alloc_retries = 0;
+    s.num_ooms = 0;
+    s.num_sync_all_streams = 0;
+    s.num_device_alloc = 0;
+    s.num_device_free = 0;
+}
+
+} // namespace
+
+void DeviceAllocator::reset_peak_memory_stats() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for_each_stat(total_, [](Stat& st) { st.reset_peak(); });
+    for (auto& c : chiplets_)
+        for_each_stat(c->stats_, [](Stat& st) { st.reset_peak(); });
+}
+
+void DeviceAllocator::reset_accumulated_memory_stats() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    reset_counters(total_);
+    for (auto& c : chiplets_)
+        reset_counters(c->stats_);
+}
+
+} // namespace rbln

@@ -276,20 +276,22 @@ TEST_F(SmiBinary, DumpControlBlockDecodesAGoodBlockAndRefusesABadOne) {
     EXPECT_THAT(o.err, HasSubstr("no such file or directory (ENOENT)"));
 }
 
-TEST_F(SmiBinary, FinishesWellUnder100Milliseconds) {
+// Cards without busy counters (an older module) have nothing to sample:
+// rbln-smi does not wait out the interval (a minute here; the figure it
+// reports is the time between its two reads, which did not wait).
+TEST_F(SmiBinary, WithoutBusyCountersDoesNotWaitOutTheInterval) {
     two_cards();
-    // Warm up once (page cache, dynamic loader), then take the best of 5.
-    run_smi(scratch, {"--root", fake.root().string()});
-    auto best = std::chrono::nanoseconds::max();
-    for (int i = 0; i < 5; i++) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const Outcome o = run_smi(scratch, {"--root", fake.root().string()});
-        const auto dt = std::chrono::steady_clock::now() - t0;
-        ASSERT_EQ(o.status, 0) << o.err;
-        best = std::min<std::chrono::nanoseconds>(best, dt);
+    const Outcome o =
+        run_smi(scratch, {"--root", fake.root().string(), "-j", "--interval-ms", "60000"});
+    ASSERT_EQ(o.status, 0) << o.err;
+    const std::string key = "\"utilization_sample_ns\": ";
+    const auto at = o.out.find(key);
+    ASSERT_NE(at, std::string::npos) << o.out;
+    const std::string value = o.out.substr(at + key.size(), o.out.find(',', at) - at - key.size());
+    if (value != "null") {
+        EXPECT_LT(std::stoull(value), 60'000'000'000ULL) << "it waited the whole interval";
     }
-    RecordProperty("best_ms", std::to_string(best.count() / 1000000.0));
-    EXPECT_LT(best, std::chrono::milliseconds(100));
+    EXPECT_THAT(o.out, Not(HasSubstr("\"utilization_percent\": 0")));
 }
 
 } // namespace

@@ -7,7 +7,7 @@
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make vm CMD="..."  run a command inside the VM with emulated cards
 #   make dkms-install  dkms add/build/install for the VM kernel
-#   make install       udev rule and tools on this machine
+#   make install       udev rule, rbln-smi and librbln (PREFIX=/usr/local)
 #   make lint          checkpatch, W=1 C=1, clang-format, clang-tidy
 #   make clean
 
@@ -90,6 +90,7 @@ dkms-install: kernel
 install: userspace
 	install -D -m 0644 udev/70-rbln.rules /etc/udev/rules.d/70-rbln.rules
 	install -D -m 0755 $(SMI) $(PREFIX)/bin/rbln-smi
+	DESTDIR="$(DESTDIR)" cmake --install $(CMAKE_B) --prefix $(PREFIX)
 	-command -v udevadm >/dev/null && udevadm control --reload-rules
 
 clean:

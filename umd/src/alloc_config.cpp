@@ -2,6 +2,7 @@
 // alloc_config.cpp - RBLN_ALLOC_CONF (PyTorch's PYTORCH_CUDA_ALLOC_CONF
 // syntax for the options librbln has) and the request rounding it drives.
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -70,9 +71,11 @@ public:
         return static_cast<std::uint32_t>(d);
     }
 
-    // "[256:1,512:2,>:4]": entry "<MiB>:<N>" sets the interval starting at
-    // <MiB> (a power of 2), the first entry also every interval below, ">"
-    // every interval from the previous entry's on (PyTorch's reading).
+    // "[256:1,512:2,1024:4,>:8]", read as PyTorch documents it: 1 division
+    // below 256 MiB, 2 in [256, 512) MiB, 4 in [512, 1024) MiB, 8 above.
+    // An entry "<MiB>:<N>" (MiB a power of 2, increasing) covers the sizes
+    // from the previous entry's MiB up to its own, ">:<N>" everything from
+    // the last entry's MiB on.  Sizes past the last entry: no divisions.
     void divisions_list(std::string_view v, AllocatorConfig& c) const {
         std::string_view body = trim(v);
         body.remove_prefix(1);
@@ -81,8 +84,9 @@ public:
         body.remove_suffix(1);
         if (trim(body).empty())
             fail("roundup_power2_divisions: the list is empty");
-        std::size_t last = 0;
-        bool first = true;
+        auto& table = c.roundup_power2_divisions;
+        std::size_t begin = 0; // first interval the next entry covers
+        bool open_end = false;
         while (!body.empty()) {
             const std::size_t comma = body.find(',');
             const std::string_view item = trim(body.substr(0, comma));
@@ -91,28 +95,29 @@ public:
             if (colon == std::string_view::npos)
                 fail("roundup_power2_divisions: list entry '" + std::string(item) +
                      "' is not <MiB>:<divisions>");
+            if (open_end)
+                fail("roundup_power2_divisions: '>' must be the last entry");
             const std::string_view key = trim(item.substr(0, colon));
             const std::uint32_t d = divisions_value(item.substr(colon + 1));
-            auto& table = c.roundup_power2_divisions;
+            std::size_t end = table.size();
             if (key == ">") {
-                for (std::size_t i = last; i < table.size(); i++)
-                    table[i] = d;
+                open_end = true;
             } else {
                 const std::uint64_t mib = unsigned_value("roundup_power2_divisions", key);
                 if (!std::has_single_bit(mib))
                     fail("roundup_power2_divisions: interval " + std::to_string(mib) +
                          " MiB: intervals must be powers of 2");
-                std::size_t index = static_cast<std::size_t>(std::bit_width(mib) - 1);
-                if (index >= table.size())
-                    index = table.size() - 1;
-                if (first) {
-                    for (std::size_t i = 0; i < index; i++)
-                        table[i] = d;
-                }
-                table[index] = d;
-                last = index;
+                end = std::min<std::size_t>(static_cast<std::size_t>(std::bit_width(mib) - 1),
+                                            table.size());
+                if (begin == 0 && end == 0)
+                    end = 1; // below 1 MiB shares the first interval
+                if (end <= begin)
+                    fail("roundup_power2_divisions: interval " + std::to_string(mib) +
+                         " MiB: the intervals must increase");
             }
-            first = false;
+            for (std::size_t i = begin; i < end; i++)
+                table[i] = d;
+            begin = end;
         }
     }
 

@@ -79,7 +79,9 @@ struct AllocatorConfig {
     std::uint64_t max_split_size = alloc::kNoMaxSplit;
     /// Divisions per power-of-two interval: entry i covers sizes in
     /// [2^(20+i), 2^(21+i)) bytes, entry 0 everything below 2 MiB too, the
-    /// last everything above; 0 or 1: plain 512 B rounding.
+    /// last everything above; 0 or 1: plain 512 B rounding.  The list form
+    /// "[256:1,512:2,>:4]" reads as PyTorch documents it: 1 division below
+    /// 256 MiB, 2 in [256, 512) MiB, 4 from 512 MiB on.
     std::array<std::uint32_t, alloc::kRoundupIntervals> roundup_power2_divisions{};
     /// In (0, 1); 0: no garbage collection.
     double garbage_collection_threshold = 0.0;

@@ -42,6 +42,9 @@ step "kselftests + rbln-smi, 2 ATOM cards" \
 step "librbln streams, events and copies, 2 Rebel100 cards" \
 	"$vm" -q --timeout 600 --cards 2 --modparams "$jobparams" -- \
 	"$top/build/cmake/tests/umd/rbln_umd_vm_tests"
+step "librbln logical devices and fork, 4 ATOM cards" \
+	"$vm" -q --timeout 300 --cards 4 --family atom --hbm 128M --modparams "$jobparams" -- \
+	"$top/build/cmake/tests/umd/rbln_umd_devices_vm_tests"
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
 	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;

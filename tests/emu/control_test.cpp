@@ -294,6 +294,8 @@ TEST_F(Control, MemcpyBenchTimesTheEmulatorsOwnMemcpy) {
     EXPECT_GE(std::stoull(kv["copies"]), 3U);
     EXPECT_GT(std::stoull(kv["ns"]), 0U);
     EXPECT_GT(std::stod(kv["gbps"]), 0.0);
+    EXPECT_LE(std::stoull(kv["best_ns"]), std::stoull(kv["ns"]));
+    EXPECT_GE(std::stod(kv["best_gbps"]), std::stod(kv["gbps"]));
     EXPECT_NE(run("help").find("memcpy-bench"), std::string::npos);
 }
 

@@ -99,9 +99,11 @@ TEST(AllocatorKernel, StreamsHaveDistinctIds) {
     auto dev = fake_device(k, Path::Ioctl);
     Stream s1(dev);
     Stream s2(dev);
-    const Stream copy = s1;
+    Stream copy = s1;
     EXPECT_NE(stream_id(s1), stream_id(s2));
     EXPECT_EQ(stream_id(s1), stream_id(copy));
+    copy = s2;
+    EXPECT_EQ(stream_id(copy), stream_id(s2));
     EXPECT_NE(stream_id(s1), kDefaultStream);
 }
 

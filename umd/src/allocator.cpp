@@ -201,7 +201,8 @@ private:
     }
     void erase(Pool& pool, Block* b) { erase(pool, pool.blocks.find(b)); }
 
-    Block* get_free_block(const Params& p);
+    /// The best-fitting free block, left in the pool (end(): none).
+    BlockSet::iterator get_free_block(const Params& p);
     Block* alloc_block(const Params& p, bool is_retry);
     bool release_available_cached_blocks(const Params& p);
     void release_block(Block* b) noexcept;
@@ -209,9 +210,14 @@ private:
     void garbage_collect() noexcept;
     void synchronize_and_free_events(std::unique_lock<std::mutex>& lock);
     bool should_split(const Block* b, std::uint64_t size) const noexcept;
-    Block* alloc_found_block(Block* b, const Params& p, std::uint64_t requested);
+    /// Hands out @b, split if worth it; @pos: its place in the pool (end():
+    /// a new segment, not in the pool).
+    Block* alloc_found_block(Block* b, BlockSet::iterator pos, const Params& p,
+                             std::uint64_t requested);
     void free_block(Block* b);
-    std::uint64_t try_merge(Block* dst, Block* src, Pool& pool);
+    bool mergeable(const Block* b) const noexcept {
+        return b != nullptr && !b->allocated && b->event_count == 0 && b->stream_uses.empty();
+    }
     void complete(const std::vector<Block*>& done);
     void restore(PendingMap& local);
     [[noreturn]] void throw_oom(std::uint64_t size, std::uint64_t alloc_size) const;
@@ -235,23 +241,22 @@ private:
     std::atomic<std::size_t> pending_count_{0};
 };
 
-Block* ChipletAllocator::get_free_block(const Params& p) {
+BlockSet::iterator ChipletAllocator::get_free_block(const Params& p) {
     Pool& pool = *p.pool;
     if (gc_enabled())
         pool.get_free_calls++;
     const auto it = pool.blocks.lower_bound(BlockKey{p.stream, p.size, 0});
     if (it == pool.blocks.end() || (*it)->stream != p.stream)
-        return nullptr;
+        return pool.blocks.end();
     Block* b = *it;
     // An oversize block serves only oversize requests, and only if it is
     // not much larger.
     if (p.size < max_split() && b->size >= max_split())
-        return nullptr;
+        return pool.blocks.end();
     if (p.size >= max_split() && b->size >= p.size + alloc::kLargeBuffer)
-        return nullptr;
+        return pool.blocks.end();
     b->gc_base = pool.get_free_calls;
-    erase(pool, it);
-    return b;
+    return it;
 }
 
 Block* ChipletAllocator::alloc_block(const Params& p, bool is_retry) {
@@ -430,8 +435,13 @@ bool ChipletAllocator::should_split(const Block* b, std::uint64_t size) const no
     return size < max_split() && remaining > alloc::kSmallSize;
 }
 
-Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint64_t requested) {
+// The pool's order is (stream, size, address).  A block whose key changes
+// is moved only if it would be out of order: splitting shrinks the
+// remainder (it can only move left), merging grows the survivor (right).
+Block* ChipletAllocator::alloc_found_block(Block* b, BlockSet::iterator pos, const Params& p,
+                                           std::uint64_t requested) {
     Pool& pool = *p.pool;
+    const bool in_pool = pos != pool.blocks.end();
     const StatType t = pool.type();
     const bool already_split = b->is_split();
     Block* block = b;
@@ -440,7 +450,8 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
         try {
             block = new_block();
         } catch (...) {
-            insert(pool, b);
+            if (!in_pool)
+                insert(pool, b);
             throw;
         }
         block->va = remaining->va;
@@ -458,7 +469,12 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
         remaining->prev = block;
         remaining->va += p.size;
         remaining->size -= p.size;
-        insert(pool, remaining);
+        if (!in_pool) {
+            insert(pool, remaining);
+        } else if (pos != pool.blocks.begin() && !BlockLess{}(*std::prev(pos), remaining)) {
+            BlockSet::node_type node = pool.blocks.extract(pos);
+            pool.blocks.insert(std::move(node));
+        }
         if (already_split) {
             // An inactive split block shrinks by the allocation.
             dec(&AllocatorStats::inactive_split_bytes, t, block->size);
@@ -467,10 +483,14 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
             inc(&AllocatorStats::inactive_split_bytes, t, remaining->size);
             inc(&AllocatorStats::inactive_split, t, 1);
         }
-    } else if (already_split) {
-        // An inactive split block becomes active whole.
-        dec(&AllocatorStats::inactive_split_bytes, t, block->size);
-        dec(&AllocatorStats::inactive_split, t, 1);
+    } else {
+        if (in_pool)
+            erase(pool, pos);
+        if (already_split) {
+            // An inactive split block becomes active whole.
+            dec(&AllocatorStats::inactive_split_bytes, t, block->size);
+            dec(&AllocatorStats::inactive_split, t, 1);
+        }
     }
     block->allocated = true;
     block->requested = requested;
@@ -489,7 +509,8 @@ Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
     const std::uint64_t rounded = round_request(size, config());
     Pool& pool = is_small_request(rounded) ? small_ : large_;
     const Params p{rounded, segment_size_for(rounded), stream, &pool};
-    Block* b = get_free_block(p);
+    BlockSet::iterator pos = get_free_block(p);
+    Block* b = pos == pool.blocks.end() ? nullptr : *pos;
     if (b == nullptr) {
         if (gc_enabled())
             garbage_collect();
@@ -505,47 +526,67 @@ Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
         count(&AllocatorStats::num_ooms);
         throw_oom(size, p.alloc_size);
     }
-    return alloc_found_block(b, p, size);
+    return alloc_found_block(b, pos, p, size);
 }
 
-std::uint64_t ChipletAllocator::try_merge(Block* dst, Block* src, Pool& pool) {
-    if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty())
-        return 0;
-    erase(pool, src);       // before its key changes
-    if (dst->prev == src) { // [src dst]
-        dst->va = src->va;
-        dst->prev = src->prev;
-        if (dst->prev != nullptr)
-            dst->prev->next = dst;
-    } else { // [dst src]
-        dst->next = src->next;
-        if (dst->next != nullptr)
-            dst->next->prev = dst;
-    }
-    const std::uint64_t subsumed = src->size;
-    dst->size += subsumed;
-    recycle(src);
-    return subsumed;
-}
-
+// PyTorch's free_block: the block merges with its free neighbours.  The
+// merged block takes the place of a neighbour already in the pool (moved
+// only if out of order), with the freed block's fields.
 void ChipletAllocator::free_block(Block* b) {
     Pool& pool = *b->pool;
     const StatType t = pool.type();
     const std::uint64_t original = b->size;
     const std::uint64_t requested = b->requested;
+    Block* const prev = mergeable(b->prev) ? b->prev : nullptr;
+    Block* const next = mergeable(b->next) ? b->next : nullptr;
     std::int64_t split_blocks = 0;
     std::int64_t split_bytes = 0;
-    for (Block* candidate : {b->prev, b->next}) {
-        const std::uint64_t subsumed = try_merge(b, candidate, pool);
-        if (subsumed > 0) {
+    Block* survivor = b;
+    auto pos = pool.blocks.end();
+    if (prev != nullptr) { // [prev b (next)] -> prev
+        pos = pool.blocks.find(prev);
+        split_blocks -= 1;
+        split_bytes -= static_cast<std::int64_t>(prev->size);
+        std::uint64_t grow = b->size;
+        prev->next = b->next;
+        if (next != nullptr) {
+            erase(pool, next);
             split_blocks -= 1;
-            split_bytes -= static_cast<std::int64_t>(subsumed);
+            split_bytes -= static_cast<std::int64_t>(next->size);
+            grow += next->size;
+            prev->next = next->next;
         }
+        if (prev->next != nullptr)
+            prev->next->prev = prev;
+        prev->size += grow;
+        prev->gc_base = b->gc_base;
+        survivor = prev;
+        if (next != nullptr)
+            recycle(next);
+        recycle(b);
+    } else if (next != nullptr) { // [b next] -> next
+        pos = pool.blocks.find(next);
+        split_blocks -= 1;
+        split_bytes -= static_cast<std::int64_t>(next->size);
+        next->va = b->va;
+        next->size += b->size;
+        next->prev = b->prev;
+        if (next->prev != nullptr)
+            next->prev->next = next;
+        next->gc_base = b->gc_base;
+        survivor = next;
+        recycle(b);
     }
-    insert(pool, b);
-    if (b->is_split()) {
+    if (pos == pool.blocks.end()) {
+        insert(pool, survivor);
+    } else if (const auto after = std::next(pos);
+               after != pool.blocks.end() && !BlockLess{}(survivor, *after)) {
+        BlockSet::node_type node = pool.blocks.extract(pos);
+        pool.blocks.insert(std::move(node));
+    }
+    if (survivor->is_split()) {
         split_blocks += 1;
-        split_bytes += static_cast<std::int64_t>(b->size);
+        split_bytes += static_cast<std::int64_t>(survivor->size);
     }
     if (split_blocks > 0)
         inc(&AllocatorStats::inactive_split, t, static_cast<std::uint64_t>(split_blocks));

@@ -22,9 +22,9 @@ void add_stat(MemoryStats& out, const std::string& name, const Stat& s) {
 }
 
 void add_array(MemoryStats& out, const std::string& name, const StatArray& a) {
-    static constexpr const char* kTypes[] = {"all", "small_pool", "large_pool"};
-    for (std::size_t i = 0; i < a.size(); i++)
-        add_stat(out, name + "." + kTypes[i], a[i]);
+    add_stat(out, name + ".all", a[static_cast<std::size_t>(StatType::All)]);
+    add_stat(out, name + ".small_pool", a[static_cast<std::size_t>(StatType::SmallPool)]);
+    add_stat(out, name + ".large_pool", a[static_cast<std::size_t>(StatType::LargePool)]);
 }
 
 std::string fixed(double value, int decimals) {

@@ -9,7 +9,8 @@
 # BINDIR defaults to build/cmake/tests/bench.  The options (--card N,
 # --min-ms MS, --min-iters N) go to every binary: rbln_bench (buffer
 # objects; loads vgem, its baseline, first: without it the vgem columns say
-# n/a) and rbln_submit_bench (job submission and copy bandwidth).  Each
+# n/a), rbln_submit_bench (job submission and copy bandwidth) and
+# rbln_umd_bench (librbln's submission against raw io_uring).  Each
 # table is copied to $RBLN_VM_RESULTS/bench/<binary>.txt when set.  Exits
 # non-zero if a binary failed; no figure is judged.
 
@@ -17,7 +18,7 @@ set -u
 
 bindir=${1:-build/cmake/tests/bench}
 [ $# -gt 0 ] && shift
-for b in rbln_bench rbln_submit_bench; do
+for b in rbln_bench rbln_submit_bench rbln_umd_bench; do
 	if [ ! -x "$bindir/$b" ]; then
 		echo "run.sh: no $bindir/$b (build with cmake first)" >&2
 		exit 2
@@ -29,7 +30,7 @@ if ! modprobe vgem 2>/dev/null; then
 fi
 
 status=0
-for b in rbln_bench rbln_submit_bench; do
+for b in rbln_bench rbln_submit_bench rbln_umd_bench; do
 	log=$(mktemp /tmp/rbln-bench.XXXXXX) || exit 2
 	"$bindir/$b" "$@" >"$log" 2>&1
 	rc=$?

@@ -446,7 +446,7 @@ void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 int rbln_vma_add(struct rbln_bo *bo, struct rbln_vm *vm);
 void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm);
 struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm);
-int rbln_vma_populate(struct rbln_vma *vma);
+int rbln_vma_populate_locked(struct rbln_vma *vma);
 
 /* rbln_gem.c */
 extern const struct drm_gem_object_funcs rbln_host_funcs;

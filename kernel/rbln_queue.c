@@ -186,12 +186,11 @@ static int rbln_job_prepare_bos(struct rbln_job *job)
 		struct rbln_bo *bo = to_rbln_bo(job->bos[i]);
 		struct rbln_vma *vma;
 
+		/* The lock keeps the vma against a concurrent GEM close. */
 		mutex_lock(&bo->lock);
 		vma = rbln_vma_find(bo, vm);
+		ret = vma ? rbln_vma_populate_locked(vma) : -ENOENT;
 		mutex_unlock(&bo->lock);
-		if (!vma)
-			return -ENOENT;
-		ret = rbln_vma_populate(vma);
 		if (ret)
 			return ret;
 	}

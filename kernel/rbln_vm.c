@@ -271,24 +271,24 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 }
 
 /* Host buffers: pages and DMA mapping, then the entries of @vma. */
-int rbln_vma_populate(struct rbln_vma *vma)
+/*
+ * Called with bo->lock held, which keeps @vma (GEM close takes it off the
+ * buffer's list under that lock before it frees it).
+ */
+int rbln_vma_populate_locked(struct rbln_vma *vma)
 {
 	struct rbln_bo *bo = vma->bo;
 	struct sg_table *sgt;
 	int ret = 0;
 
-	mutex_lock(&bo->lock);
+	lockdep_assert_held(&bo->lock);
 	sgt = rbln_bo_device_sgt(bo);
-	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		goto out;
-	}
+	if (IS_ERR(sgt))
+		return PTR_ERR(sgt);
 	mutex_lock(&vma->vm->lock);
 	if (!vma->mapped && drm_mm_node_allocated(&vma->node))
 		ret = rbln_vma_map_locked(vma, sgt);
 	mutex_unlock(&vma->vm->lock);
-out:
-	mutex_unlock(&bo->lock);
 	return ret;
 }
 
@@ -344,10 +344,9 @@ int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 
 			mutex_lock(&bo->lock);
 			vma = rbln_vma_find(bo, vm);
-			mutex_unlock(&bo->lock);
-			/* A vma stays while its file holds a handle: ours. */
 			if (vma && !ret)
-				ret = rbln_vma_populate(vma);
+				ret = rbln_vma_populate_locked(vma);
+			mutex_unlock(&bo->lock);
 			drm_gem_object_put(objs[i]);
 		}
 		if (ret)

@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <linux/capability.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -800,6 +802,82 @@ static int uring_once(int fd, unsigned int flags, __u32 op, const void *pl,
 	if (err)
 		return -ETIMEDOUT;	/* no CQE: distinct from any res */
 	return ud == 7 ? res : -EPROTO;
+}
+
+/* A thread that closes and re-creates a buffer handle in a loop. */
+struct churn {
+	int fd;
+	bool stop;		/* __atomic */
+	__u32 handle;		/* __atomic: the newest handle */
+	int rounds;
+	int errors;
+};
+
+static void *churn_fn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		struct drm_rbln_bo_create b;
+
+		if (rbln_bo_create(c->fd, 8192, RBLN_REGION_HOST, 0, 0, &b)) {
+			c->errors++;
+			continue;
+		}
+		__atomic_store_n(&c->handle, b.handle, __ATOMIC_RELEASE);
+		sched_yield();	/* leave the submitter a window */
+		if (rbln_gem_close(c->fd, b.handle))
+			c->errors++;
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * Jobs listing a handle that another thread closes and re-creates meanwhile:
+ * each SUBMIT either takes the buffer (0) or finds no such handle
+ * (-ENOENT); nothing else, and the kernel stays sound (the VM run fails on
+ * any splat).
+ */
+TEST_F_TIMEOUT(err, submit_races_a_gem_close_of_its_buffers_safely, 120)
+{
+	struct churn c = { .fd = self->fd };
+	int ok = 0, enoent = 0, other = 0;
+	pthread_t th;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, pthread_create(&th, NULL, churn_fn, &c));
+	for (int ms = 0; !__atomic_load_n(&c.handle, __ATOMIC_ACQUIRE) &&
+	     ms < 10000; ms++)
+		rbln_sleep_ms(1);
+	for (int i = 0; i < 2000 || (!ok && i < 20000); i++) {
+		__u32 h[2] = { self->data.handle,
+			       __atomic_load_n(&c.handle, __ATOMIC_ACQUIRE) };
+		__u64 seqno;
+		int err;
+
+		if (!h[1])
+			continue;
+		err = rbln_submit_job(self->fd, self->q, &self->cb, h, 2,
+				      &seqno);
+		if (!err)
+			ok++;
+		else if (err == -ENOENT)
+			enoent++;
+		else
+			other++;
+	}
+	__atomic_store_n(&c.stop, true, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	TH_LOG("%d submitted, %d ENOENT, %d churn rounds", ok, enoent,
+	       c.rounds);
+	EXPECT_EQ(0, other);
+	EXPECT_EQ(0, c.errors);
+	EXPECT_LT(0, ok);
+	EXPECT_LT(0, c.rounds);
+	rbln_expect_job_ok(_metadata, self->fd, self->q, &self->cb,
+			   &self->data.handle, 1, "after the race");
 }
 
 TEST_F(err, uring_commands_need_sqe128_and_cqe32)

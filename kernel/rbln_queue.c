@@ -170,26 +170,42 @@ void rbln_job_put_resources(struct rbln_job *job)
 	kfree(job);
 }
 
-/* Host buffers get their pages and entries at their first device use. */
-static int rbln_job_prepare_bos(struct rbln_job *job)
+/*
+ * Host buffers get their pages and entries at their first device use.
+ * Also finds the device VA of @cmd (one of the job's buffers) in *@cmd_va.
+ */
+static int rbln_job_prepare_bos(struct rbln_job *job,
+				struct drm_gem_object *cmd, u64 *cmd_va)
 {
 	struct rbln_vm *vm = job->vm;
 	unsigned int i;
-	int ret;
+	int ret = 0;
 
-	mutex_lock(&vm->lock);
-	ret = rbln_vm_bind_locked(vm);
-	mutex_unlock(&vm->lock);
-	if (ret)
-		return ret;
+	/* Set once; a card recovery binds it again with the rings stopped. */
+	if (!READ_ONCE(vm->bound)) {
+		mutex_lock(&vm->lock);
+		ret = rbln_vm_bind_locked(vm);
+		mutex_unlock(&vm->lock);
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < job->bo_count; i++) {
 		struct rbln_bo *bo = to_rbln_bo(job->bos[i]);
 		struct rbln_vma *vma;
 
-		/* The lock keeps the vma against a concurrent GEM close. */
+		/*
+		 * The lock keeps the vma against a concurrent GEM close,
+		 * which takes it off the buffer's list (under this lock)
+		 * before it unmaps it: one seen mapped here stays mapped.
+		 */
 		mutex_lock(&bo->lock);
 		vma = rbln_vma_find(bo, vm);
-		ret = vma ? rbln_vma_populate_locked(vma) : -ENOENT;
+		if (!vma)
+			ret = -ENOENT;
+		else if (!vma->mapped)
+			ret = rbln_vma_populate_locked(vma);
+		if (!ret && job->bos[i] == cmd)
+			*cmd_va = vma->node.start;
 		mutex_unlock(&bo->lock);
 		if (ret)
 			return ret;
@@ -258,11 +274,9 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	struct drm_gem_object *cmd;
 	struct dma_fence *fence;
 	struct rbln_queue *q;
-	struct rbln_vma *vma;
 	struct rbln_job *job;
-	struct rbln_bo *bo;
 	unsigned int i;
-	u64 cmd_va;
+	u64 cmd_va = 0;
 	int ret;
 
 	if (args->flags & ~RBLN_SUBMIT_NO_IMPLICIT_WAIT || args->out_flags ||
@@ -340,19 +354,10 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 		}
 	}
 
-	ret = rbln_job_prepare_bos(job);
+	ret = rbln_job_prepare_bos(job, cmd, &cmd_va);
 	if (ret)
 		goto err_out;
-	bo = to_rbln_bo(cmd);
-	mutex_lock(&bo->lock);
-	vma = rbln_vma_find(bo, job->vm);
-	cmd_va = vma ? vma->node.start + args->cmd_offset : 0;
-	mutex_unlock(&bo->lock);
-	if (!vma) {
-		ret = -ENOENT;
-		goto err_out;
-	}
-	job->cmd_va = cmd_va;
+	job->cmd_va = cmd_va + args->cmd_offset;
 	job->cmd_size = args->cmd_size;
 
 	ret = rbln_sched_job_init(&job->base, &q->entity, file->client_id);

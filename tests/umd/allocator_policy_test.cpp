@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "fake_segment_provider.hpp"
@@ -156,6 +157,81 @@ TEST_F(Allocator, TheSmallestFreeBlockThatFitsIsReused) {
     EXPECT_EQ(b.device_va(), small_hole) << "the 2 KiB hole, not the 4 KiB one";
     (void)sep1;
     (void)sep2;
+}
+
+TEST_F(Allocator, SplitAndMergedBlocksKeepThePoolInBestFitOrder) {
+    DeviceBlock l1 = a->allocate(512);
+    DeviceBlock hole4 = a->allocate(4096);
+    DeviceBlock l2 = a->allocate(512);
+    DeviceBlock hole8 = a->allocate(8192);
+    DeviceBlock l3 = a->allocate(512);
+    const std::uint64_t va4 = hole4.device_va();
+    const std::uint64_t va8 = hole8.device_va();
+    hole4.reset();
+    hole8.reset();
+    DeviceBlock x = a->allocate(6144); // from the 8 KiB hole: a 2 KiB remainder
+    EXPECT_EQ(x.device_va(), va8);
+    DeviceBlock y = a->allocate(2048); // the remainder moved before the 4 KiB hole
+    EXPECT_EQ(y.device_va(), va8 + 6144);
+    DeviceBlock z = a->allocate(4096);
+    EXPECT_EQ(z.device_va(), va4);
+    z.reset();
+    x.reset(); // 6 KiB, then 8 KiB with... y is live: stays 6 KiB, after the 4 KiB hole
+    DeviceBlock w = a->allocate(5000);
+    EXPECT_EQ(w.device_va(), va8) << "6 KiB is the best fit for 5000 B";
+    l2.reset(); // merges the 4 KiB hole and l2 with... w is live: hole of 4.5 KiB
+    DeviceBlock v = a->allocate(4608);
+    EXPECT_EQ(v.device_va(), va4) << "the merged 4.5 KiB block, in its new place";
+    (void)l1;
+    (void)l3;
+}
+
+TEST_F(Allocator, ARandomSequenceKeepsTheBooksAndMergesBackCompletely) {
+    make(1, 1ull << 40);
+    std::uint64_t seed = 12345;
+    auto next = [&seed] {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return seed >> 33;
+    };
+    static constexpr std::uint64_t kSizes[] = {1,        512,      700,      4096,    65536,
+                                               MiB - 1,  MiB,      MiB + 1,  3 * MiB, 9 * MiB,
+                                               10 * MiB, 11 * MiB, 25 * MiB, 100000,  300000};
+    std::vector<DeviceBlock> live;
+    std::map<std::uint64_t, std::uint64_t> ranges;
+    for (int op = 0; op < 20000; op++) {
+        if (live.empty() || (live.size() < 300 && next() % 2 == 0)) {
+            const std::uint64_t size = kSizes[next() % std::size(kSizes)];
+            DeviceBlock b = a->allocate(size, next() % 2);
+            ASSERT_GE(b.size(), size);
+            auto after = ranges.lower_bound(b.device_va());
+            ASSERT_TRUE(after == ranges.end() || after->first >= b.device_va() + b.size())
+                << "overlaps the block after it";
+            ASSERT_TRUE(after == ranges.begin() ||
+                        std::prev(after)->first + std::prev(after)->second <= b.device_va())
+                << "overlaps the block before it";
+            ranges[b.device_va()] = b.size();
+            live.push_back(std::move(b));
+        } else {
+            const std::size_t i = next() % live.size();
+            ranges.erase(live[i].device_va());
+            live[i] = std::move(live.back());
+            live.pop_back();
+        }
+        std::uint64_t bytes = 0;
+        for (const auto& [va, size] : ranges)
+            bytes += size;
+        ASSERT_EQ(a->memory_allocated(), bytes) << "op " << op;
+    }
+    live.clear();
+    const AllocatorStats s = a->stats();
+    EXPECT_EQ(s.allocated_bytes[0].current, 0);
+    EXPECT_EQ(s.active[0].current, 0);
+    EXPECT_EQ(s.inactive_split[0].current, 0) << "every segment merged back whole";
+    EXPECT_EQ(s.inactive_split_bytes[0].current, 0);
+    EXPECT_EQ(s.requested_bytes[0].current, 0);
+    a->empty_cache();
+    EXPECT_TRUE(hbm[0]->live.empty());
+    EXPECT_EQ(a->memory_reserved(), 0u);
 }
 
 TEST_F(Allocator, BlocksAreReusedOnlyByTheirOwnStream) {

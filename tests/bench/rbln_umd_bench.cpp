@@ -48,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unistd.h>
 #include <vector>
 
 #include "drm/rbln_accel.h"
@@ -407,6 +408,9 @@ Options parse(int& argc, char** argv) {
 // round suffix.
 class Collector : public benchmark::ConsoleReporter {
 public:
+    // Colours only on a terminal (run.sh keeps the output in files).
+    Collector() : ConsoleReporter(::isatty(STDOUT_FILENO) != 0 ? OO_ColorTabular : OO_Tabular) {}
+
     void ReportRuns(const std::vector<Run>& runs) override {
         ConsoleReporter::ReportRuns(runs);
         for (const Run& r : runs) {

@@ -466,6 +466,12 @@ TEST(VmDevicesChild, DISABLED_ForkAfterUse) {
         v += expect_bad_fork([&] { parent_stream.synchronize(); },
                              "the parent's stream's synchronize");
         v += expect_bad_fork([&] { dev->synchronize(); }, "the device's synchronize");
+        v += expect_bad_fork([&] { (void)dev->allocate(4096); }, "an allocation on the device");
+        v += expect_bad_fork([&] { (void)dev->allocate_host(4096); }, "a pinned host allocation");
+        v += expect_bad_fork([&] { dev->flush(); }, "the device's flush");
+        v += expect_bad_fork([&] { parent_stream.fill(m, 0, 4096, 0x5a, 1); },
+                             "a fill on the parent's stream");
+        v += expect_bad_fork([&] { (void)parent_stream.query(); }, "the parent's stream's query");
         if (rbln_check_fork() != RBLN_ERR_BAD_FORK)
             v += "rbln_check_fork did not report RBLN_ERR_BAD_FORK; ";
         if (rbln_commit() != RBLN_ERR_BAD_FORK)

@@ -242,6 +242,7 @@ Stream Device::default_stream() {
 }
 
 void Device::flush() {
+    s_->check_fork();
     s_->submitter->flush();
 }
 
@@ -270,10 +271,12 @@ void Device::synchronize() {
 }
 
 std::shared_ptr<Memory> Device::allocate(std::uint64_t size, std::optional<unsigned> chiplet) {
+    s_->check_fork();
     return BoMemory::create_device(s_->kernel, size, chiplet);
 }
 
 std::shared_ptr<Memory> Device::allocate_host(std::uint64_t size) {
+    s_->check_fork();
     std::shared_ptr<Memory> m = BoMemory::create_host(s_->kernel, size);
     const std::lock_guard<std::mutex> lock(s_->mutex);
     s_->pinned[reinterpret_cast<std::uintptr_t>(m->host_data())] = m;
@@ -281,6 +284,7 @@ std::shared_ptr<Memory> Device::allocate_host(std::uint64_t size) {
 }
 
 std::shared_ptr<Memory> Device::register_host(void* data, std::uint64_t size) {
+    s_->check_fork();
     std::shared_ptr<Memory> m = BoMemory::register_host(s_->kernel, data, size);
     const std::lock_guard<std::mutex> lock(s_->mutex);
     s_->pinned[reinterpret_cast<std::uintptr_t>(data)] = m;

@@ -141,6 +141,7 @@ std::uint32_t Stream::queue_id() const noexcept {
 }
 
 bool Stream::query() {
+    device_->state().check_fork();
     std::uint64_t n = 0;
     {
         const std::lock_guard<std::mutex> lock(s_->mutex);
@@ -205,6 +206,7 @@ void Stream::launch(const KernelLaunch& l, std::span<const std::shared_ptr<Memor
 std::uint64_t Stream::enqueue(std::size_t max_bytes,
                               const std::function<void(CommandEncoder&)>& encode,
                               std::span<const std::shared_ptr<Memory>> buffers) {
+    device_->state().check_fork(); // fill, launch and the rest come through here
     for (const auto& b : buffers)
         if (&b->kernel() != &device_->kernel())
             throw Error(Errc::InvalidArgument, "enqueue", device_->kernel().path(), 0,

@@ -138,10 +138,10 @@ static void rbln_ring_retire(struct rbln_cmd_ring *ring, struct rbln_job *job,
  * Completion interrupt (and recovery): consume new completions.
  *
  * The card raises the ring vector for a record only if the host had read
- * every earlier one (firmware-iface rbln_fw_cmd.md, "Interrupts"), so the
- * host publishes cpl_head and then looks at the next record once more
- * (a full barrier in between): either it sees the record, or the card sees
- * the new cpl_head and raises the vector.
+ * every earlier one ("Interrupt moderation" in firmware-iface
+ * rbln_fw_cmd.md), so the host publishes cpl_head and then looks at the
+ * next record once more (a full barrier in between): either it sees the
+ * record, or the card sees the new cpl_head and raises the vector.
  */
 void rbln_ring_process(struct rbln_cmd_ring *ring)
 {

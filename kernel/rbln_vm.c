@@ -270,9 +270,9 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	kfree(vma);
 }
 
-/* Host buffers: pages and DMA mapping, then the entries of @vma. */
 /*
- * Called with bo->lock held, which keeps @vma (GEM close takes it off the
+ * Host buffers: pages and DMA mapping, then the entries of @vma.  Called
+ * with bo->lock held, which keeps @vma (GEM close takes it off the
  * buffer's list under that lock before it frees it).
  */
 int rbln_vma_populate_locked(struct rbln_vma *vma)

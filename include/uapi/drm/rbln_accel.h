@@ -456,9 +456,10 @@ struct drm_rbln_submit {
  * @sync: in: with RBLN_WAIT_SYNCOBJ, the syncobj and point, else zero.
  * @timeout_ns: in: absolute CLOCK_MONOTONIC deadline in ns; 0 polls.
  * @job_error: out: 0 if the job succeeded, else its -errno (-EFAULT MMU
- *	fault, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error
- *	or aborted, -ETIMEDOUT timeout/hang, -ECANCELED when the card was
- *	reset under it).
+ *	fault, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error,
+ *	lost in a card reset or on a faulted card, -ETIMEDOUT timeout/hang,
+ *	or another -errno if it never ran (its file went away first, or a
+ *	dependency failed: that dependency's error)).
  * @pad: zero.
  *
  * Interruptible.  Returns 0 once the job is done (whatever its outcome:

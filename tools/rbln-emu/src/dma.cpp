@@ -125,9 +125,28 @@ template <typename It> bool order_works(It first, It last) {
     return true;
 }
 
+// The smallest range holding every span of @v (an empty range for none).
+Range bounds(const std::vector<HostSpan>& v) {
+    if (v.empty())
+        return {nullptr, nullptr};
+    Range r{v.front().data(), v.front().data() + v.front().size()};
+    for (const HostSpan& s : v) {
+        r.first = std::min(r.first, static_cast<const std::byte*>(s.data()));
+        r.second = std::max(r.second, static_cast<const std::byte*>(s.data() + s.size()));
+    }
+    return r;
+}
+
 } // namespace
 
 bool overlap(const std::vector<HostSpan>& a, const std::vector<HostSpan>& b) {
+    // The common case, host memory against HBM: apart as a whole, which one
+    // pass shows without sorting thousands of page spans.
+    const Range ba = bounds(a);
+    const Range bb = bounds(b);
+    if (ba.first == ba.second || bb.first == bb.second || ba.second <= bb.first ||
+        bb.second <= ba.first)
+        return false;
     const std::vector<Range> x = sorted_ranges(a);
     const std::vector<Range> y = sorted_ranges(b);
     std::size_t i = 0;

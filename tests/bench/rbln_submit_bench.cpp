@@ -29,7 +29,7 @@
  * rate; CPU per job at batch 32 <= 5 null syscalls; copies from 4 MiB up
  * >= 0.8 of the emulator's memcpy.  Nothing is asserted.
  *
- *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N]
+ *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N] [--only jobs|copies]
  */
 #include <drm/rbln_accel.h>
 #include <rbln_fw_cmd.h>
@@ -310,6 +310,8 @@ struct Options {
     unsigned card = 0;
     double min_ms = 300;
     unsigned min_iters = 5;
+    bool jobs = true;   ///< the empty-job rows
+    bool copies = true; ///< the copy rows
 };
 
 bool parse_uint(std::string_view s, unsigned& out) {
@@ -329,9 +331,13 @@ Options parse(int argc, char** argv) {
             o.min_ms = v;
         } else if (args[i] == "--min-iters" && has_value && v > 0) {
             o.min_iters = v;
+        } else if (args[i] == "--only" && i + 1 < args.size() &&
+                   (args[i + 1] == "jobs" || args[i + 1] == "copies")) {
+            o.jobs = args[i + 1] == "jobs";
+            o.copies = !o.jobs;
         } else {
-            throw std::runtime_error(
-                "usage: rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N]");
+            throw std::runtime_error("usage: rbln_submit_bench [--card N] [--min-ms MS] "
+                                     "[--min-iters N] [--only jobs|copies]");
         }
     }
     return o;
@@ -628,70 +634,77 @@ int run(int argc, char** argv) {
     std::printf("null syscall (getppid): %s ns wall, %s ns CPU\n\n", num(sys_ns, "%.1f").c_str(),
                 num(sys_cpu, "%.1f").c_str());
 
-    std::printf("%-28s %6s %10s %9s %9s %9s %11s %10s\n", "empty job, submit->complete", "batch",
-                "jobs/s", "p50 us", "p99 us", "vs ioctl", "CPU ns/job", "in syscalls");
-    auto row = [&](const char* what, unsigned batch, const Result& r, double base) {
-        std::printf("%-28s %6u %10s %9s %9s %9s %11s %10s\n", what, batch, num(r.rate()).c_str(),
-                    num(r.pct(0.50) / 1e3, "%.1f").c_str(), num(r.pct(0.99) / 1e3, "%.1f").c_str(),
-                    ratio(r.rate(), base).c_str(), num(r.cpu_per_op()).c_str(),
-                    ratio(r.cpu_per_op(), sys_cpu).c_str());
-    };
+    if (o.jobs) {
+        std::printf("%-28s %6s %10s %9s %9s %9s %11s %10s\n", "empty job, submit->complete",
+                    "batch", "jobs/s", "p50 us", "p99 us", "vs ioctl", "CPU ns/job", "in syscalls");
+        auto row = [&](const char* what, unsigned batch, const Result& r, double base) {
+            std::printf("%-28s %6u %10s %9s %9s %9s %11s %10s\n", what, batch,
+                        num(r.rate()).c_str(), num(r.pct(0.50) / 1e3, "%.1f").c_str(),
+                        num(r.pct(0.99) / 1e3, "%.1f").c_str(), ratio(r.rate(), base).c_str(),
+                        num(r.cpu_per_op()).c_str(), ratio(r.cpu_per_op(), sys_cpu).c_str());
+        };
 
-    Result ioctl_r = measure(o, 1, [&](std::vector<double>& lat) {
-        const auto t0 = Clock::now();
-        jobs.run(jobs.empty_job());
-        lat.push_back(ns_since(t0));
-    });
-    row("ioctl SUBMIT + WAIT", 1, ioctl_r, ioctl_r.rate());
-
-    constexpr std::array<unsigned, 4> batches{1, 8, 32, 128};
-    std::array<Result, batches.size()> uring_r{};
-    std::array<Result, batches.size()> deferred_r{};
-    std::array<Result, batches.size()> nop_r{};
-    Ring ring(256, false);
-    for (std::size_t b = 0; b < batches.size(); ++b) {
-        const drm_rbln_submit s = jobs.empty_job();
-        uring_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
-            uring_batch(
-                ring, batches[b],
-                [&](io_uring_sqe* sqe) { prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s); }, lat);
+        Result ioctl_r = measure(o, 1, [&](std::vector<double>& lat) {
+            const auto t0 = Clock::now();
+            jobs.run(jobs.empty_job());
+            lat.push_back(ns_since(t0));
         });
-        row("io_uring SUBMIT", batches[b], uring_r[b], ioctl_r.rate());
-    }
-    {
-        Ring dring(256, true);
+        row("ioctl SUBMIT + WAIT", 1, ioctl_r, ioctl_r.rate());
+
+        constexpr std::array<unsigned, 4> batches{1, 8, 32, 128};
+        std::array<Result, batches.size()> uring_r{};
+        std::array<Result, batches.size()> deferred_r{};
+        std::array<Result, batches.size()> nop_r{};
+        Ring ring(256, false);
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const drm_rbln_submit s = jobs.empty_job();
-            deferred_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+            uring_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
                 uring_batch(
-                    dring, batches[b],
+                    ring, batches[b],
                     [&](io_uring_sqe* sqe) { prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s); },
-                    lat, true);
+                    lat);
             });
-            row("io_uring SUBMIT, deferred", batches[b], deferred_r[b], ioctl_r.rate());
+            row("io_uring SUBMIT", batches[b], uring_r[b], ioctl_r.rate());
         }
-    }
-    for (std::size_t b = 0; b < batches.size(); ++b) {
-        nop_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
-            uring_batch(
-                ring, batches[b], [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); }, lat);
-        });
-        row("io_uring NOP (baseline)", batches[b], nop_r[b], ioctl_r.rate());
-    }
-    // The targets: the better of the two ring modes at batch 32.
-    const Result& b32 = deferred_r[2].rate() > uring_r[2].rate() ? deferred_r[2] : uring_r[2];
-    std::printf("\nbatch 32: %s ring mode\n", &b32 == deferred_r.data() + 2
-                                                  ? "deferred (DEFER_TASKRUN, one wait per batch)"
+        {
+            Ring dring(256, true);
+            for (std::size_t b = 0; b < batches.size(); ++b) {
+                const drm_rbln_submit s = jobs.empty_job();
+                deferred_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+                    uring_batch(
+                        dring, batches[b],
+                        [&](io_uring_sqe* sqe) {
+                            prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s);
+                        },
+                        lat, true);
+                });
+                row("io_uring SUBMIT, deferred", batches[b], deferred_r[b], ioctl_r.rate());
+            }
+        }
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+            nop_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+                uring_batch(
+                    ring, batches[b], [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); }, lat);
+            });
+            row("io_uring NOP (baseline)", batches[b], nop_r[b], ioctl_r.rate());
+        }
+        // The targets: the better of the two ring modes at batch 32.
+        const Result& b32 = deferred_r[2].rate() > uring_r[2].rate() ? deferred_r[2] : uring_r[2];
+        std::printf("\nbatch 32: %s ring mode\n",
+                    &b32 == deferred_r.data() + 2 ? "deferred (DEFER_TASKRUN, one wait per batch)"
                                                   : "default (one wait per CQE)");
-    const double speedup = b32.rate() / ioctl_r.rate();
-    const double cpu_sys = b32.cpu_per_op() / sys_cpu;
-    std::printf("target: io_uring at batch 32 / ioctl job rate = %s (>= 4: %s)\n",
-                num(speedup, "%.3f").c_str(), speedup >= 4 ? "met" : "NOT met");
-    std::printf("target: CPU per job at batch 32 = %s null syscalls (<= 5: %s)\n",
-                num(cpu_sys, "%.3f").c_str(), cpu_sys <= 5 ? "met" : "NOT met");
-    std::printf("io_uring SUBMIT vs NOP at batch 32: %s of the NOP rate\n\n",
-                ratio(b32.rate(), nop_r[2].rate()).c_str());
-
+        const double speedup = b32.rate() / ioctl_r.rate();
+        const double cpu_sys = b32.cpu_per_op() / sys_cpu;
+        std::printf("target: io_uring at batch 32 / ioctl job rate = %s (>= 4: %s)\n",
+                    num(speedup, "%.3f").c_str(), speedup >= 4 ? "met" : "NOT met");
+        std::printf("target: CPU per job at batch 32 = %s null syscalls (<= 5: %s)\n",
+                    num(cpu_sys, "%.3f").c_str(), cpu_sys <= 5 ? "met" : "NOT met");
+        std::printf("io_uring SUBMIT vs NOP at batch 32: %s of the NOP rate\n\n",
+                    ratio(b32.rate(), nop_r[2].rate()).c_str());
+    }
+    if (!o.copies) {
+        return 0;
+    }
     // copy bandwidth
     const std::uint64_t hbm = card.dev.hbm_size[0];
     std::uint64_t max_size = 256 * MiB;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device_state.hpp"
+#include "explain_hooks.hpp"
 #include "rbln/device.hpp"
 #include "rbln/stream.hpp"
 
@@ -372,6 +373,7 @@ void copy(Stream& stream, const CopyEndpoint& dst, const CopyEndpoint& src, bool
             else
                 ds.stats.async_d2d++;
         }
+        detail::explain_copy(plan, size, non_blocking, false);
         if (!non_blocking)
             wait_checked(*st, n);
         return;
@@ -386,6 +388,7 @@ void copy(Stream& stream, const CopyEndpoint& dst, const CopyEndpoint& src, bool
             drained = other->state().drain_async() || drained;
     }
     copy_sync(stream, dst, src, plan);
+    detail::explain_copy(plan, dst.size, non_blocking, drained);
     const std::lock_guard<std::mutex> lock(ds.mutex);
     ds.stats.bytes_sync += dst.size;
     if (drained)

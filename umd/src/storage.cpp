@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "explain_hooks.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -160,6 +161,7 @@ void Storage::commit_locked(StreamId stream) {
     memory_ =
         std::make_shared<BlockMemory>(device_->kernel_ptr(), std::move(block), nbytes_, chiplet);
     transfers_.commits++;
+    detail::explain_commit(id_, nbytes_);
     g_totals.commits.fetch_add(1, std::memory_order_relaxed);
     resident_.store(true, std::memory_order_release);
 }
@@ -181,6 +183,7 @@ void Storage::ensure_host_locked() {
 }
 
 void Storage::upload_locked(Stream& stream) {
+    const detail::ExplainStorageCause why(id_, ExplainCause::DeviceUse);
     ensure_host_locked();
     if (nbytes_ != 0)
         copy(stream, CopyEndpoint::of(memory_, 0, nbytes_),
@@ -204,6 +207,7 @@ void Storage::download_locked() {
 }
 
 const std::shared_ptr<Memory>& Storage::device_use(Stream& stream, DeviceAccess access) {
+    detail::explain_device_use(id_, access != DeviceAccess::Write);
     // The common case changes nothing: resident, nothing to upload, and
     // either a read or another write by the last writer.
     if (resident_.load(std::memory_order_acquire)) {
@@ -242,6 +246,7 @@ void Storage::check_range(const char* operation, std::uint64_t offset, std::uint
 
 void Storage::read(std::uint64_t offset, std::span<std::byte> out) {
     check_range("storage read", offset, out.size());
+    const detail::ExplainStorageCause why(id_, ExplainCause::HostRead);
     const std::lock_guard<std::mutex> lock(mutex_);
     if (state_.load(std::memory_order_relaxed) == Coherence::DeviceLatest) {
         download_locked();
@@ -254,6 +259,7 @@ void Storage::read(std::uint64_t offset, std::span<std::byte> out) {
 
 void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
     check_range("storage write", offset, data.size());
+    const detail::ExplainStorageCause why(id_, ExplainCause::HostWrite);
     const std::lock_guard<std::mutex> lock(mutex_);
     const bool whole = offset == 0 && data.size() == nbytes_;
     if (state_.load(std::memory_order_relaxed) == Coherence::DeviceLatest && !whole) {

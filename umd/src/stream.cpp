@@ -8,6 +8,7 @@
 
 #include "device_state.hpp"
 #include "drm/rbln_accel.h"
+#include "explain_hooks.hpp"
 
 namespace rbln {
 
@@ -177,6 +178,8 @@ void Stream::wait_event(const Event& event) {
         return; // its stream finished all its work when it went away / in order anyway
     if (dev.get() != device_.get()) {
         // Syncobjs belong to one open file: wait on the host.
+        detail::explain_wait(ExplainCause::CrossDeviceWait,
+                             "wait_event on another device's event waited on the host");
         from->wait_job(point);
         return;
     }

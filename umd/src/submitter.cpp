@@ -13,6 +13,8 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <sstream>
+#include <thread>
 
 #include <liburing.h>
 
@@ -35,7 +37,9 @@ constexpr std::uint64_t kProbeTag = 1;
 
 class IoUring final : public CommandRing {
 public:
-    IoUring(int fd, io_uring ring) : fd_(fd), ring_(ring) {}
+    IoUring(int fd, io_uring ring, unsigned setup_flags)
+        : fd_(fd), ring_(ring), deferred_((setup_flags & IORING_SETUP_DEFER_TASKRUN) != 0),
+          taskrun_flag_((setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0) {}
     IoUring(const IoUring&) = delete;
     IoUring& operator=(const IoUring&) = delete;
     IoUring(IoUring&&) = delete;
@@ -52,13 +56,15 @@ public:
         // Liburing 2.3 has no uring_cmd prep helper: all 128 bytes zero
         // (__pad1 and uring_cmd_flags must be 0), the payload at byte 48.
         auto* raw = reinterpret_cast<std::byte*>(sqe);
-        std::memset(raw, 0, 2 * sizeof(io_uring_sqe));
+        const std::size_t size = payload.size() < kSqeCmdBytes ? payload.size() : kSqeCmdBytes;
+        std::memset(raw, 0, kSqeCmdOffset);
+        std::memcpy(raw + kSqeCmdOffset, payload.data(), size);
+        if (size < kSqeCmdBytes)
+            std::memset(raw + kSqeCmdOffset + size, 0, kSqeCmdBytes - size);
         sqe->opcode = IORING_OP_URING_CMD;
         sqe->fd = fd_;
         sqe->cmd_op = cmd_op;
         sqe->user_data = user_data;
-        std::memcpy(raw + kSqeCmdOffset, payload.data(),
-                    payload.size() < kSqeCmdBytes ? payload.size() : kSqeCmdBytes);
     }
 
     int submit() override {
@@ -70,21 +76,32 @@ public:
     }
 
     std::size_t drain(std::span<RingCompletion> out) override {
+        // DEFER_TASKRUN: completions are posted only when the issuer asks
+        // for events; TASKRUN_FLAG says whether any are waiting.
+        if (deferred_ &&
+            (!taskrun_flag_ || (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_TASKRUN) != 0))
+            io_uring_enter(ring_.ring_fd, 0, 0, IORING_ENTER_GETEVENTS, nullptr);
         std::size_t n = 0;
+        unsigned head = 0;
         io_uring_cqe* cqe = nullptr;
-        while (n < out.size() && io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+            if (n == out.size())
+                break;
             out[n].user_data = cqe->user_data;
             out[n].res = cqe->res;
             out[n].extra = cqe->big_cqe[0];
             n++;
-            io_uring_cqe_seen(&ring_, cqe);
         }
+        io_uring_cq_advance(&ring_, static_cast<unsigned>(n));
         return n;
     }
 
-    int wait_for_completion() override {
-        // Returns at once if a CQE is there; consumes none.
-        const int r = io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);
+    int wait_for_completion() override { return wait_for_completions(1); }
+
+    int wait_for_completions(unsigned want) override {
+        // Returns at once if @want CQEs are there; consumes none.
+        const int r =
+            io_uring_enter(ring_.ring_fd, 0, want == 0 ? 1 : want, IORING_ENTER_GETEVENTS, nullptr);
         if (r < 0)
             return errno == EINTR ? 0 : -errno;
         return 0;
@@ -93,6 +110,8 @@ public:
 private:
     int fd_;
     io_uring ring_;
+    bool deferred_;
+    bool taskrun_flag_;
 };
 
 std::int64_t monotonic_ns() {
@@ -104,21 +123,42 @@ std::int64_t monotonic_ns() {
 } // namespace
 
 Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries) {
+    return make_io_uring(kernel, entries, RingMode::AnyThread);
+}
+
+Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
+                                                   RingMode mode) {
     auto* dev = dynamic_cast<KernelDevice*>(&kernel);
     if (dev == nullptr)
         return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), ENOTSUP,
                      "not a real rbln node: no io_uring for it");
     io_uring ring{};
-    const int r = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+    unsigned flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
+    const char* what = "io_uring_queue_init(SQE128 | CQE32)";
+    int r = 0;
+    if (mode == RingMode::SingleIssuer) {
+        what = "io_uring_queue_init(SQE128 | CQE32 | SINGLE_ISSUER | DEFER_TASKRUN)";
+        flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+        r = io_uring_queue_init(entries, &ring, flags | IORING_SETUP_TASKRUN_FLAG);
+        if (r == 0)
+            flags |= IORING_SETUP_TASKRUN_FLAG;
+        else if (r == -EINVAL)
+            r = io_uring_queue_init(entries, &ring, flags);
+    } else {
+        r = io_uring_queue_init(entries, &ring, flags);
+    }
     if (r < 0) {
         const char* why = -r == EPERM    ? "io_uring is disabled (sysctl kernel.io_uring_disabled)"
                           : -r == ENOSYS ? "the kernel has no io_uring"
-                          : -r == EINVAL ? "the kernel lacks SQE128/CQE32 rings"
+                          : -r == EINVAL ? (mode == RingMode::SingleIssuer
+                                                ? "the kernel lacks SQE128/CQE32 or "
+                                                  "single-issuer deferred rings"
+                                                : "the kernel lacks SQE128/CQE32 rings")
                                          : strerror(-r);
-        return Error(errc_from_errno(-r), "io_uring_queue_init(SQE128 | CQE32)", kernel.path(), -r,
+        return Error(errc_from_errno(-r), what, kernel.path(), -r,
                      std::string(why) + " (" + strerrorname_np(-r) + ")");
     }
-    return std::unique_ptr<CommandRing>(std::make_unique<IoUring>(dev->fd(), ring));
+    return std::unique_ptr<CommandRing>(std::make_unique<IoUring>(dev->fd(), ring, flags));
 }
 
 // ---- the Submitter -----------------------------------------------------------
@@ -126,6 +166,7 @@ Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsi
 struct Submitter::Record {
     Job job;
     std::vector<drm_rbln_sync> in; // the uAPI array SUBMIT points to
+    Channel* ch = nullptr;         // the job's queue (map nodes do not move)
     std::uint64_t n = 0;           // channel job number
     std::uint64_t seqno = 0;       // the kernel's (ioctl: at submit; io_uring: at completion)
     enum class State { Queued, InKernel, Done } state = State::Queued;
@@ -158,19 +199,29 @@ struct Submitter::Channel {
     std::optional<JobFailure> failure;
 };
 
+// Records of finished jobs are kept for reuse (a job costs no allocation of
+// its own); what their jobs kept alive is released outside the mutex.
+constexpr std::size_t kSpareRecords = 1024;
+
 struct Submitter::State {
     SubmitterOptions options;
     std::mutex mutex;
     std::condition_variable reaped;
-    bool reaping = false; // a thread waits in the kernel for CQEs
+    bool reaping = false; // a thread waits in the kernel for CQEs (only it drains)
     std::unique_ptr<CommandRing> ring;
     Path path = Path::Ioctl;
     std::string fallback_reason;
+    std::thread::id owner; // single_issuer: the only thread that may submit and wait
     std::map<std::uint32_t, Channel> channels;
+    std::uint32_t last_queue = 0; // channel_locked's cache (nullptr: none)
+    Channel* last_channel = nullptr;
     std::vector<Record*> queued; // enqueued, not yet handed to the kernel
+    std::vector<Record*> batch;  // flush_locked's hand-over (capacity kept)
     std::size_t in_kernel = 0;
     SubmitterStats stats;
-    std::vector<std::unique_ptr<Record>> graveyard; // done; freed outside the mutex
+    std::vector<std::unique_ptr<Record>> spare;        // finished, for reuse
+    std::vector<std::shared_ptr<const void>> released; // keep_alive of finished jobs
+    std::array<RingCompletion, 64> cqes;               // drain()'s buffer
 };
 
 namespace {
@@ -179,29 +230,32 @@ void warn_default(const std::string& message) {
     std::fprintf(stderr, "librbln: %s\n", message.c_str());
 }
 
-// Moves the retired records out while the mutex is held (declared after the
-// lock); they are freed after it is released (@dead is declared before it),
-// so what their jobs kept alive never goes away under the mutex.
-template <typename Records> struct Retire {
-    Records& dead;
-    Records& graveyard;
-    Retire(Records& d, Records& g) : dead(d), graveyard(g) {}
+// Takes what finished jobs kept alive while the mutex is held (declared
+// after the lock); it is released after the mutex is (@dead is declared
+// before it), so no buffer is freed under the mutex.
+struct Retire {
+    std::vector<std::shared_ptr<const void>>& dead;
+    std::vector<std::shared_ptr<const void>>& released;
+    Retire(std::vector<std::shared_ptr<const void>>& d, std::vector<std::shared_ptr<const void>>& r)
+        : dead(d), released(r) {}
     Retire(const Retire&) = delete;
     Retire& operator=(const Retire&) = delete;
     Retire(Retire&&) = delete;
     Retire& operator=(Retire&&) = delete;
     ~Retire() {
-        for (auto& r : graveyard)
-            dead.push_back(std::move(r));
-        graveyard.clear();
+        if (!released.empty())
+            dead.swap(released);
     }
 };
+
+using Keeps = std::vector<std::shared_ptr<const void>>;
 
 } // namespace
 
 Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions options)
     : kernel_(std::move(kernel)), s_(std::make_unique<State>()) {
     s_->options = std::move(options);
+    s_->owner = std::this_thread::get_id();
     auto& o = s_->options;
     if (o.batch == 0)
         o.batch = 1;
@@ -212,12 +266,16 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
     // CQ = 2 x SQ entries: keep the jobs in the kernel below it.
     if (o.max_in_flight > 2 * o.ring_entries)
         o.max_in_flight = 2 * o.ring_entries;
+    s_->queued.reserve(o.batch);
     if (!o.use_io_uring) {
         s_->fallback_reason = "io_uring not requested";
         return;
     }
-    const RingFactory factory = o.ring_factory ? o.ring_factory : RingFactory(&make_io_uring);
-    auto ring = factory(*kernel_, o.ring_entries);
+    Result<std::unique_ptr<CommandRing>> ring =
+        o.ring_factory
+            ? o.ring_factory(*kernel_, o.ring_entries)
+            : make_io_uring(*kernel_, o.ring_entries,
+                            o.single_issuer ? RingMode::SingleIssuer : RingMode::AnyThread);
     if (!ring) {
         s_->fallback_reason = ring.error().what();
     } else {
@@ -253,6 +311,8 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
 }
 
 Submitter::~Submitter() {
+    if (s_->options.single_issuer && std::this_thread::get_id() != s_->owner)
+        return; // the ring refuses other threads; the kernel finishes the jobs
     try {
         wait_all();
     } catch (...) { // NOLINT(bugprone-empty-catch): nothing left to report to
@@ -267,8 +327,39 @@ std::string Submitter::fallback_reason() const {
     return s_->path == Path::IoUring ? std::string() : s_->fallback_reason;
 }
 
+bool Submitter::single_issuer() const noexcept {
+    return s_->options.single_issuer;
+}
+
+void Submitter::check_thread(const char* operation) const {
+    if (!s_->options.single_issuer || std::this_thread::get_id() == s_->owner) [[likely]]
+        return;
+    std::ostringstream owner;
+    std::ostringstream self;
+    owner << s_->owner;
+    self << std::this_thread::get_id();
+    throw Error(Errc::InvalidArgument, operation, kernel_->path(), 0,
+                "this device submits in single-issuer mode (RBLN_SINGLE_ISSUER=1 or "
+                "SubmitterOptions::single_issuer), so only the thread that opened it (thread " +
+                    owner.str() + ") may submit work and wait for it; this is thread " +
+                    self.str() +
+                    ". Use the device from that thread, or open it without single-issuer mode");
+}
+
+// The bookkeeping of @queue (mutex held).
+Submitter::Channel& Submitter::channel_locked(std::uint32_t queue) {
+    State& s = *s_;
+    if (s.last_channel != nullptr && s.last_queue == queue) [[likely]]
+        return *s.last_channel;
+    Channel& ch = s.channels[queue];
+    s.last_queue = queue;
+    s.last_channel = &ch;
+    return ch;
+}
+
 // Marks @r done (called with the mutex held) and retires the done prefix
-// of its channel into the graveyard.
+// of its channel: the records go back to the spare list, what their jobs
+// kept alive to State::released (freed outside the mutex).
 void Submitter::complete(State& s, Record& r, int err, bool refused) {
     if (r.state == Record::State::Done)
         return;
@@ -278,94 +369,124 @@ void Submitter::complete(State& s, Record& r, int err, bool refused) {
     r.err = err;
     r.refused = refused;
     s.stats.completions++;
-    Channel& ch = s.channels[r.job.queue_id];
+    Channel& ch = *r.ch;
     if (err != 0) {
         s.stats.failures++;
         if (!ch.failure)
             ch.failure = JobFailure{r.n, err, refused};
     }
     while (!ch.records.empty() && ch.records.front()->state == Record::State::Done) {
-        ch.done_upto = ch.records.front()->n;
-        s.graveyard.push_back(std::move(ch.records.front()));
+        std::unique_ptr<Record> done = std::move(ch.records.front());
         ch.records.pop_front();
+        ch.done_upto = done->n;
+        Keeps& keep = done->job.keep_alive;
+        if (!keep.empty()) {
+            if (s.released.empty())
+                s.released.swap(keep);
+            else
+                for (auto& k : keep)
+                    s.released.push_back(std::move(k));
+            keep.clear();
+        }
+        if (s.spare.size() < kSpareRecords) {
+            done->job.bo_handles.clear();
+            done->job.in_syncs.clear();
+            done->in.clear();
+            s.spare.push_back(std::move(done));
+        }
     }
 }
 
 // Processes the CQEs that are there; returns how many.
 std::size_t Submitter::drain(State& s) {
-    std::array<RingCompletion, 64> cqes{};
     std::size_t total = 0;
     for (;;) {
-        const std::size_t n = s.ring->drain(cqes);
+        const std::size_t n = s.ring->drain(s.cqes);
         for (std::size_t i = 0; i < n; i++) {
-            if (cqes[i].user_data == kProbeTag)
+            const RingCompletion& c = s.cqes[i];
+            if (c.user_data == kProbeTag)
                 continue;
             // user_data carries back the record pointer push() was given.
             auto* r = reinterpret_cast<Record*>( // NOLINT(performance-no-int-to-ptr)
-                cqes[i].user_data);
-            r->seqno = cqes[i].extra;
+                c.user_data);
+            r->seqno = c.extra;
             // big_cqe[0] is the job's seqno; 0: SUBMIT refused the job.
-            complete(s, *r, cqes[i].res < 0 ? -cqes[i].res : 0, cqes[i].res < 0 && r->seqno == 0);
+            complete(s, *r, c.res < 0 ? -c.res : 0, c.res < 0 && r->seqno == 0);
         }
         total += n;
-        if (n < cqes.size())
+        if (n < s.cqes.size())
             return total;
     }
 }
 
 std::uint64_t Submitter::enqueue(Job job) {
-    std::vector<std::unique_ptr<Record>> dead;
+    check_thread("enqueue");
+    Keeps dead;
     std::unique_lock<std::mutex> lock(s_->mutex);
-    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
-    auto rec = std::make_unique<Record>();
-    rec->job = std::move(job);
-    rec->in.resize(rec->job.in_syncs.size());
-    for (std::size_t i = 0; i < rec->in.size(); i++) {
-        rec->in[i].handle = rec->job.in_syncs[i].handle;
-        rec->in[i].point = rec->job.in_syncs[i].point;
+    const Retire retire(dead, s_->released);
+    State& s = *s_;
+    std::unique_ptr<Record> rec;
+    if (!s.spare.empty()) {
+        rec = std::move(s.spare.back());
+        s.spare.pop_back();
+        rec->seqno = 0;
+        rec->state = Record::State::Queued;
+        rec->err = 0;
+        rec->refused = false;
+    } else {
+        rec = std::make_unique<Record>();
     }
-    Channel& ch = s_->channels[rec->job.queue_id];
+    rec->job = std::move(job);
+    if (!rec->job.in_syncs.empty()) {
+        rec->in.resize(rec->job.in_syncs.size());
+        for (std::size_t i = 0; i < rec->in.size(); i++) {
+            rec->in[i].handle = rec->job.in_syncs[i].handle;
+            rec->in[i].point = rec->job.in_syncs[i].point;
+        }
+    }
+    Channel& ch = channel_locked(rec->job.queue_id);
+    rec->ch = &ch;
     rec->n = ++ch.last;
     const std::uint64_t n = rec->n;
-    s_->queued.push_back(rec.get());
+    s.queued.push_back(rec.get());
     ch.records.push_back(std::move(rec));
-    s_->stats.jobs++;
-    if (s_->queued.size() >= s_->options.batch)
+    s.stats.jobs++;
+    if (s.queued.size() >= s.options.batch)
         flush_locked(lock);
     return n;
 }
 
 void Submitter::flush() {
-    std::vector<std::unique_ptr<Record>> dead;
+    check_thread("flush");
+    Keeps dead;
     std::unique_lock<std::mutex> lock(s_->mutex);
-    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    const Retire retire(dead, s_->released);
     flush_locked(lock);
 }
 
 void Submitter::flush_locked(std::unique_lock<std::mutex>& lock) {
     State& s = *s_;
-    if (s.path == Path::IoUring)
+    if (s.path == Path::IoUring && !s.reaping)
         drain(s);
     while (!s.queued.empty()) {
         // Room in the kernel for at least one job.
         while (s.in_kernel >= s.options.max_in_flight)
-            reap_locked(lock, nullptr);
+            reap_locked(lock, nullptr, 1);
         // reap_locked may have let another thread flush.
         if (s.queued.empty())
             break;
         const std::size_t room = s.options.max_in_flight - s.in_kernel;
         const std::size_t count = std::min(room, s.queued.size());
-        std::vector<Record*> batch(s.queued.begin(),
-                                   s.queued.begin() + static_cast<std::ptrdiff_t>(count));
+        s.batch.assign(s.queued.begin(), s.queued.begin() + static_cast<std::ptrdiff_t>(count));
         s.queued.erase(s.queued.begin(), s.queued.begin() + static_cast<std::ptrdiff_t>(count));
         if (s.path == Path::IoUring)
-            submit_uring(batch);
+            submit_uring(s.batch);
         else
-            submit_ioctl(batch);
+            submit_ioctl(s.batch);
     }
 }
 
-void Submitter::submit_uring(const std::vector<Record*>& batch) {
+void Submitter::submit_uring(std::span<Record* const> batch) {
     State& s = *s_;
     std::size_t pushed = 0;
     auto hand_over = [&] {
@@ -390,7 +511,7 @@ void Submitter::submit_uring(const std::vector<Record*>& batch) {
         hand_over();
 }
 
-void Submitter::submit_ioctl(const std::vector<Record*>& batch) {
+void Submitter::submit_ioctl(std::span<Record* const> batch) {
     State& s = *s_;
     s.stats.batches++;
     for (Record* r : batch) {
@@ -416,21 +537,32 @@ void Submitter::submit_ioctl(const std::vector<Record*>& batch) {
 // One step towards progress: processes completions, blocking for at least
 // one if none is there (or, with another reaper active, for its round).
 // @target (ioctl path): the record to wait for; nullptr: the oldest.
-void Submitter::reap_locked(std::unique_lock<std::mutex>& lock, Record* target) {
+// @want (io_uring, single issuer): CQEs certain to come that the caller
+// needs (a waiter asks for them all at once: one wake-up).
+void Submitter::reap_locked(std::unique_lock<std::mutex>& lock, Record* target, unsigned want) {
     State& s = *s_;
     if (s.path == Path::IoUring) {
-        if (drain(s) > 0)
-            return;
+        // While a reaper waits only it takes CQEs: the kernel wakes it for
+        // CQEs posted after it went to sleep, and must not wait for one
+        // another thread took in the meantime.
         if (s.reaping) {
             s.reaped.wait(lock);
             return;
         }
+        if (drain(s) > 0)
+            return;
         if (s.in_kernel == 0)
             throw Error(Errc::Internal, "wait", kernel_->path(), 0,
                         "waiting for a job that is not in the kernel");
+        // Another thread's job may finish first (any-thread mode): wake
+        // for every CQE then.
+        if (!s.options.single_issuer || want == 0)
+            want = 1;
+        if (want > s.in_kernel)
+            want = static_cast<unsigned>(s.in_kernel);
         s.reaping = true;
         lock.unlock();
-        const int r = s.ring->wait_for_completion();
+        const int r = s.ring->wait_for_completions(want);
         lock.lock();
         s.reaping = false;
         drain(s);
@@ -469,7 +601,7 @@ void Submitter::reap_locked(std::unique_lock<std::mutex>& lock, Record* target) 
     }
     lock.lock();
     // Another thread may have completed (and retired) it meanwhile.
-    Channel& ch = s.channels[queue];
+    Channel& ch = channel_locked(queue);
     if (n <= ch.done_upto)
         return;
     for (auto& rec : ch.records)
@@ -505,11 +637,16 @@ void Submitter::poll_ioctl(Channel& ch, std::uint64_t n) {
 }
 
 bool Submitter::done(std::uint32_t queue, std::uint64_t n) {
-    std::vector<std::unique_ptr<Record>> dead;
+    Keeps dead;
     std::unique_lock<std::mutex> lock(s_->mutex);
-    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    const Retire retire(dead, s_->released);
+    if (s_->options.single_issuer && std::this_thread::get_id() != s_->owner) {
+        // Not the issuer: what the issuer has reaped, without the ring.
+        const auto it = s_->channels.find(queue);
+        return it != s_->channels.end() && n <= it->second.done_upto;
+    }
     flush_locked(lock);
-    Channel& ch = s_->channels[queue];
+    Channel& ch = channel_locked(queue);
     if (n <= ch.done_upto)
         return true;
     if (s_->path == Path::IoUring) {
@@ -522,12 +659,13 @@ bool Submitter::done(std::uint32_t queue, std::uint64_t n) {
 }
 
 void Submitter::wait(std::uint32_t queue, std::uint64_t n) {
-    std::vector<std::unique_ptr<Record>> dead;
+    check_thread("wait");
+    Keeps dead;
     std::unique_lock<std::mutex> lock(s_->mutex);
-    const Retire<std::vector<std::unique_ptr<Record>>> retire(dead, s_->graveyard);
+    const Retire retire(dead, s_->released);
     flush_locked(lock);
     for (;;) {
-        Channel& ch = s_->channels[queue];
+        Channel& ch = channel_locked(queue);
         if (n <= ch.done_upto)
             break;
         if (n > ch.last)
@@ -535,6 +673,7 @@ void Submitter::wait(std::uint32_t queue, std::uint64_t n) {
                         "job " + std::to_string(n) + " of queue " + std::to_string(queue) +
                             " was never enqueued");
         Record* target = nullptr;
+        unsigned want = 1;
         if (s_->path == Path::Ioctl) {
             for (auto& rec : ch.records)
                 if (rec->n <= n && rec->state == Record::State::InKernel) {
@@ -545,12 +684,23 @@ void Submitter::wait(std::uint32_t queue, std::uint64_t n) {
                 flush_locked(lock);
                 continue;
             }
+        } else if (s_->options.single_issuer) {
+            // Every job of the queue up to @n that is in the kernel will
+            // post its CQE before @n is done.
+            want = 0;
+            for (const auto& rec : ch.records) {
+                if (rec->n > n)
+                    break;
+                if (rec->state == Record::State::InKernel)
+                    want++;
+            }
         }
-        reap_locked(lock, target);
+        reap_locked(lock, target, want);
     }
 }
 
 void Submitter::wait_all() {
+    check_thread("wait");
     std::vector<std::pair<std::uint32_t, std::uint64_t>> lasts;
     {
         const std::lock_guard<std::mutex> lock(s_->mutex);
@@ -567,6 +717,12 @@ std::uint64_t Submitter::last_job(std::uint32_t queue) const {
     return it == s_->channels.end() ? 0 : it->second.last;
 }
 
+std::uint64_t Submitter::completed(std::uint32_t queue) const {
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    const auto it = s_->channels.find(queue);
+    return it == s_->channels.end() ? 0 : it->second.done_upto;
+}
+
 std::optional<JobFailure> Submitter::take_failure(std::uint32_t queue) {
     const std::lock_guard<std::mutex> lock(s_->mutex);
     const auto it = s_->channels.find(queue);
@@ -578,8 +734,11 @@ std::optional<JobFailure> Submitter::take_failure(std::uint32_t queue) {
 void Submitter::forget_queue(std::uint32_t queue) {
     const std::lock_guard<std::mutex> lock(s_->mutex);
     const auto it = s_->channels.find(queue);
-    if (it != s_->channels.end() && it->second.records.empty())
+    if (it != s_->channels.end() && it->second.records.empty()) {
+        if (s_->last_channel == &it->second)
+            s_->last_channel = nullptr;
         s_->channels.erase(it);
+    }
 }
 
 SubmitterStats Submitter::stats() const {

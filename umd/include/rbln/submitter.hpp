@@ -29,12 +29,29 @@
 // the state.  Completions are reaped by whichever thread calls done(),
 // wait(), flush() or enqueue(): done() drains the completions that are
 // there without blocking; a waiting thread becomes the reaper, drops the
-// mutex and blocks in the kernel (io_uring_enter(GETEVENTS), or WAIT on its
-// job for the ioctl path), then takes the mutex again to process what
-// arrived.  One thread at a time is the io_uring reaper; other waiters
-// sleep on a condition variable and re-check after each reap.  So there is
-// no thread per stream or per device, and a thread that never waits costs
-// nothing.
+// mutex and blocks in the kernel (io_uring_enter(GETEVENTS) for one CQE, or
+// WAIT on its job for the ioctl path), then takes the mutex again to process
+// what arrived.  One thread at a time is the io_uring reaper, and only the
+// reaper takes CQEs while it waits; other waiters sleep on a condition
+// variable and re-check after each reap.  So there is no thread per stream
+// or per device, and a thread that never waits costs nothing.
+//
+// Single issuer (SubmitterOptions::single_issuer, opt-in).  The ring is
+// made IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN: the kernel runs the
+// completion work only when the issuing thread asks for events, and wakes
+// a thread waiting for N CQEs once, when the N-th arrives (rbln.ko
+// completes uring commands with lazy wake-ups), so a waiter asks for every
+// CQE it needs at once.  The price is the rule: only the thread that made
+// the Submitter may call enqueue(), flush(), wait() and wait_all(); a call
+// from another thread throws Errc::InvalidArgument (saying which thread
+// owns it) before anything reaches the kernel, which would refuse it with
+// -EEXIST.  done() from another thread does not touch the ring: it answers
+// from what the owning thread has reaped so far (a job may look not done
+// for longer).  last_job(), take_failure(), forget_queue(), completed()
+// and stats() may be called from any thread.  The rule holds on the ioctl
+// path too (so a program behaves the same on either path).  The destructor
+// waits only on the owning thread; elsewhere it leaves the jobs to the
+// kernel.
 //
 // Lifetime.  A job's record keeps what it needs until it is done: the
 // arrays its SUBMIT points to and the owners (shared_ptr) of every buffer
@@ -87,6 +104,13 @@ public:
     virtual std::size_t drain(std::span<RingCompletion> out) = 0;
     /// Blocks until at least one CQE is available (consumes none); 0 or -errno.
     virtual int wait_for_completion() = 0;
+    /// Blocks until @n CQEs not yet drained are available (or fewer, on a
+    /// signal: the caller re-checks); 0 or -errno.  Precondition: @n
+    /// completions are certain to come.  Default: wait_for_completion().
+    virtual int wait_for_completions(unsigned n) {
+        (void)n;
+        return wait_for_completion();
+    }
 };
 
 /// Makes the ring for an open node; an Error carries the errno of
@@ -94,9 +118,17 @@ public:
 using RingFactory =
     std::function<Result<std::unique_ptr<CommandRing>>(KernelInterface& kernel, unsigned entries)>;
 
+/// How a ring is set up: any thread submits and reaps (the default), or
+/// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (only its maker's thread).
+enum class RingMode { AnyThread, SingleIssuer };
+
 /// The real io_uring on a KernelDevice's fd (Errc::InvalidArgument with
 /// ENOTSUP for another KernelInterface).
 Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries);
+/// The same in @mode (SingleIssuer: the calling thread is the issuer; also
+/// asks for IORING_SETUP_TASKRUN_FLAG, without it if the kernel refuses).
+Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
+                                                   RingMode mode);
 
 struct SubmitterOptions {
     RingFactory ring_factory; ///< empty: make_io_uring
@@ -105,6 +137,9 @@ struct SubmitterOptions {
     unsigned batch = 32;          ///< jobs per io_uring_enter (1: every job at once)
     unsigned max_in_flight = 512; ///< jobs in the kernel at once
     std::function<void(const std::string&)> warn; ///< empty: stderr, "librbln: ..."
+    /// Only the constructing thread may submit and wait (see the threading
+    /// model above); an empty ring_factory then makes a SingleIssuer ring.
+    bool single_issuer = false;
 };
 
 /// One job: a command buffer on a queue, the buffers it uses, its syncs.
@@ -166,6 +201,10 @@ public:
     void wait_all();
     /// Jobs of @queue enqueued so far (the number of the last).
     std::uint64_t last_job(std::uint32_t queue) const;
+    /// Every job of @queue up to this number is known done (no reaping).
+    std::uint64_t completed(std::uint32_t queue) const;
+    /// Whether only the constructing thread may submit and wait.
+    bool single_issuer() const noexcept;
     /// The first failure of @queue since the last call, and forgets it.
     std::optional<JobFailure> take_failure(std::uint32_t queue);
     /// Forgets a queue's bookkeeping (after its jobs are done).
@@ -178,10 +217,12 @@ private:
     struct State;
     struct Record;
     struct Channel;
+    void check_thread(const char* operation) const;
+    Channel& channel_locked(std::uint32_t queue);
     void flush_locked(std::unique_lock<std::mutex>& lock);
-    void submit_uring(const std::vector<Record*>& batch);
-    void submit_ioctl(const std::vector<Record*>& batch);
-    void reap_locked(std::unique_lock<std::mutex>& lock, Record* target);
+    void submit_uring(std::span<Record* const> batch);
+    void submit_ioctl(std::span<Record* const> batch);
+    void reap_locked(std::unique_lock<std::mutex>& lock, Record* target, unsigned want);
     void poll_ioctl(Channel& ch, std::uint64_t n);
     static void complete(State& s, Record& r, int err, bool refused);
     static std::size_t drain(State& s);

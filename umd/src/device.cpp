@@ -119,11 +119,6 @@ void DeviceState::add_async(const std::shared_ptr<StreamState>& stream, std::uin
     pending_async.emplace_back(stream, n);
 }
 
-void DeviceState::check_fork() const {
-    if (from_process)
-        Runtime::process().check_fork();
-}
-
 } // namespace detail
 
 std::shared_ptr<Device> Device::open(std::shared_ptr<KernelInterface> kernel, unsigned index,
@@ -178,8 +173,14 @@ std::shared_ptr<Device> Device::get(unsigned index) {
         throw Error(Errc::NoDevice, "device", device_string(index), 0, "it has no NPU");
     auto opened = pd.opener ? pd.opener(ld.nodes.front()) : open_kernel_device(ld.nodes.front());
     std::shared_ptr<KernelInterface> kernel = std::move(opened).value();
-    auto dev = open(std::move(kernel), index, pd.options);
+    DeviceOptions options = pd.options;
+    if (const std::optional<bool> single = single_issuer_from_environment())
+        options.submitter.single_issuer = *single;
+    auto dev = open(std::move(kernel), index, std::move(options));
     dev->s_->from_process = true;
+    // After commit(): its atfork handler counts the generations from here.
+    dev->s_->opened_generation = detail::fork_generation();
+    dev->s_->opener_pid = ::getpid();
     pd.devices.emplace(index, dev);
     return dev;
 }
@@ -248,6 +249,8 @@ void Device::flush() {
 
 void Device::synchronize() {
     s_->check_fork();
+    if (s_->from_process) // also a child of a raw clone() (no atfork handlers)
+        Runtime::process().check_fork();
     s_->drain_async();
     std::vector<std::shared_ptr<detail::StreamState>> live;
     {
@@ -312,6 +315,21 @@ std::shared_ptr<Memory> Device::find_pinned(const void* data, std::uint64_t size
 CopyStats Device::copy_stats() const {
     const std::lock_guard<std::mutex> lock(s_->mutex);
     return s_->stats;
+}
+
+std::optional<bool> single_issuer_from_environment(const EnvSource& env) {
+    const EnvSource& source = env ? env : process_environment();
+    const std::optional<std::string> v = source("RBLN_SINGLE_ISSUER");
+    if (!v || v->empty())
+        return std::nullopt;
+    if (*v == "0")
+        return false;
+    if (*v == "1")
+        return true;
+    throw Error(Errc::BadConfig, "RBLN_SINGLE_ISSUER", "", 0,
+                "'" + *v +
+                    "' is not 0 or 1 (1: each device submits from the thread that opened it "
+                    "only, over a single-issuer io_uring)");
 }
 
 std::shared_ptr<Device> device_of(const Memory& memory) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "fork_state.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/memory.hpp"
@@ -105,7 +106,9 @@ struct DeviceState {
     unsigned index = 0;
     DeviceOptions options;
     unsigned chiplets = 1;
-    bool from_process = false; ///< made by Device::get(): check for a fork at sync points
+    bool from_process = false;           ///< made by Device::get(): check for a fork at every use
+    std::uint64_t opened_generation = 0; ///< fork_generation() when Device::get() opened it
+    pid_t opener_pid = 0;                ///< the process that opened it
     std::unique_ptr<Submitter> submitter;
 
     mutable std::mutex mutex;
@@ -126,8 +129,12 @@ struct DeviceState {
     bool drain_async();
     /// Notes an async transfer (job @n of @stream).
     void add_async(const std::shared_ptr<StreamState>& stream, std::uint64_t n);
-    /// Throws Errc::BadFork in a forked child (devices of Device::get()).
-    void check_fork() const;
+    /// Throws Errc::BadFork in a forked child (devices of Device::get()):
+    /// one atomic load (fork_state.hpp), no system call.
+    void check_fork() const {
+        if (from_process && opened_generation != fork_generation()) [[unlikely]]
+            throw bad_fork_error(opener_pid);
+    }
 };
 
 } // namespace rbln::detail

@@ -404,18 +404,33 @@ void Runtime::reset_process(RuntimeOptions options) {
     g_process = std::make_unique<Runtime>(std::move(options));
 }
 
+namespace detail {
+
+std::uint64_t fork_generation() noexcept {
+    return g_fork_generation.load(std::memory_order_relaxed);
+}
+
+Error bad_fork_error(pid_t parent) {
+    return Error(Errc::BadFork, "use device", "", 0,
+                 "this process is a fork() child of process " + std::to_string(parent) +
+                     ", which had already used an rbln device; a forked child cannot use it. "
+                     "Start worker processes with the spawn start method (e.g. "
+                     "multiprocessing.set_start_method('spawn')), or fork before the first "
+                     "device use");
+}
+
+} // namespace detail
+
+// The generation (atfork) catches fork(); the pid also a child made by a
+// raw clone() that runs no atfork handlers.  Devices check only the
+// generation on their hot paths (DeviceState::check_fork).
 void Runtime::check_fork() const {
     if (!s_->committed.load(std::memory_order_acquire))
         return;
-    if (s_->owner_pid.load() == ::getpid() &&
-        s_->owner_generation.load() == g_fork_generation.load(std::memory_order_relaxed))
+    if (s_->owner_generation.load() == g_fork_generation.load(std::memory_order_relaxed) &&
+        s_->owner_pid.load() == ::getpid())
         return;
-    throw Error(Errc::BadFork, "use device", "", 0,
-                "this process is a fork() child of process " + std::to_string(s_->owner_pid) +
-                    ", which had already used an rbln device; a forked child cannot use it. "
-                    "Start worker processes with the spawn start method (e.g. "
-                    "multiprocessing.set_start_method('spawn')), or fork before the first "
-                    "device use");
+    throw detail::bad_fork_error(s_->owner_pid.load());
 }
 
 DeviceMapping Runtime::mapping() const {

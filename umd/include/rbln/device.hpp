@@ -10,6 +10,15 @@
 //
 // synchronize() waits for the device's pending asynchronous transfers and
 // for every stream of the device, then reports the first job failure.
+//
+// Single issuer (opt-in: DeviceOptions::submitter.single_issuer, or
+// RBLN_SINGLE_ISSUER=1 for the devices of Device::get()): the device's
+// ring is a SINGLE_ISSUER | DEFER_TASKRUN io_uring, and only the thread
+// that opened the device may use it: enqueue work on its streams, query,
+// synchronize, copy, record events and destroy its streams.  Another
+// thread gets Errc::InvalidArgument naming the owning thread
+// (rbln/submitter.hpp).  Memory may be allocated and freed from any
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +27,7 @@
 #include <string>
 
 #include "rbln/copy.hpp"
+#include "rbln/devices.hpp"
 #include "rbln/kernel.hpp"
 #include "rbln/memory.hpp"
 #include "rbln/stream.hpp"
@@ -96,5 +106,10 @@ private:
 
 /// The live Device that owns @memory (found by its open file), or nullptr.
 std::shared_ptr<Device> device_of(const Memory& memory);
+
+/// RBLN_SINGLE_ISSUER from @env (empty: the process environment): "1"
+/// true, "0" false, unset or empty nullopt; anything else Errc::BadConfig.
+/// Device::get() applies it to the devices it opens (over DeviceOptions).
+std::optional<bool> single_issuer_from_environment(const EnvSource& env = {});
 
 } // namespace rbln

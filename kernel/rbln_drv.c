@@ -492,9 +492,12 @@ static int __init rbln_init(void)
 	if (n < 0)
 		return n;
 
+	rbln_gemfs_init();
 	ret = pci_register_driver(&rbln_pci_driver);
-	if (ret)
+	if (ret) {
+		rbln_gemfs_fini();
 		return ret;
+	}
 
 	for (i = 0; i < n; i++) {
 		ret = pci_add_dynid(&rbln_pci_driver, ids[i].vendor,
@@ -504,6 +507,7 @@ static int __init rbln_init(void)
 			pr_err("rbln: cannot add PCI id %04x:%04x: %d\n",
 			       ids[i].vendor, ids[i].device, ret);
 			pci_unregister_driver(&rbln_pci_driver);
+			rbln_gemfs_fini();
 			return ret;
 		}
 	}
@@ -513,6 +517,7 @@ static int __init rbln_init(void)
 static void __exit rbln_exit(void)
 {
 	pci_unregister_driver(&rbln_pci_driver);
+	rbln_gemfs_fini();
 }
 
 module_init(rbln_init);

@@ -188,10 +188,14 @@ struct rbln_queue {
 	struct drm_sched_entity entity;
 	/* The entity keeps a pointer to this list: it lives as long. */
 	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
-	struct mutex lock;		/* arm + push order, last_seqno */
+	struct mutex lock;		/* arm + push order, last_seqno, recent */
 	u64 last_seqno;
-	struct xarray fences;		/* seqno -> finished fence (recent) */
+	/* Finished fences of the last RBLN_QUEUE_HISTORY jobs, by seqno. */
+	struct dma_fence **recent;
 };
+
+/* Buffers a job lists without an allocation of their own. */
+#define RBLN_JOB_INLINE_BOS	4
 
 struct rbln_job {
 	struct drm_sched_job base;
@@ -205,8 +209,9 @@ struct rbln_job {
 	u64 hw_seqno;
 	struct dma_fence *hw_fence;
 	struct list_head ring_link;	/* in ring->pending */
-	struct drm_gem_object **bos;
+	struct drm_gem_object **bos;	/* inline_bos or allocated */
 	unsigned int bo_count;
+	struct drm_gem_object *inline_bos[RBLN_JOB_INLINE_BOS];
 };
 
 static inline struct rbln_job *to_rbln_job(struct drm_sched_job *job)
@@ -449,6 +454,8 @@ struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm);
 int rbln_vma_populate_locked(struct rbln_vma *vma);
 
 /* rbln_gem.c */
+void rbln_gemfs_init(void);
+void rbln_gemfs_fini(void);
 extern const struct drm_gem_object_funcs rbln_host_funcs;
 struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
 					      size_t size);

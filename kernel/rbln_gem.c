@@ -18,7 +18,12 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pagemap.h>
+#include <linux/shmem_fs.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
@@ -77,6 +82,67 @@ const struct drm_gem_object_funcs rbln_host_funcs = {
 	.mmap = drm_gem_shmem_object_mmap,
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
+
+/*
+ * Host buffers live in a tmpfs of the driver's own, mounted with
+ * huge=within_size: from 2 MiB up their pages come as transparent huge
+ * pages where the kernel has them, so the card sees 2 MiB contiguous
+ * pieces (2 MiB device PTEs, one DMA span each) instead of scattered
+ * 4 KiB pages.  host_thp=N, or a kernel without THP, keeps the plain shmem
+ * mount; either way the buffers behave the same.
+ */
+static bool rbln_host_thp = true;
+module_param_named(host_thp, rbln_host_thp, bool, 0444);
+MODULE_PARM_DESC(host_thp,
+		 "Back host buffers with transparent huge pages where possible (default: Y)");
+
+static struct vfsmount *rbln_gemfs;
+
+void rbln_gemfs_init(void)
+{
+	char opts[] = "huge=within_size";
+	struct file_system_type *type;
+	struct vfsmount *mnt;
+
+	if (!rbln_host_thp || !IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE))
+		return;
+	type = get_fs_type("tmpfs");
+	if (!type)
+		return;
+	/* tmpfs is built in: the type holds no module reference to drop. */
+	mnt = vfs_kern_mount(type, SB_KERNMOUNT, type->name, opts);
+	if (IS_ERR(mnt)) {
+		pr_notice("rbln: no huge-page tmpfs (%ld): host buffers use 4 KiB pages\n",
+			  PTR_ERR(mnt));
+		return;
+	}
+	rbln_gemfs = mnt;
+}
+
+void rbln_gemfs_fini(void)
+{
+	if (rbln_gemfs)
+		kern_unmount(rbln_gemfs);
+	rbln_gemfs = NULL;
+}
+
+/* A new host buffer's (still empty) shmem file moves to the driver's tmpfs. */
+static int rbln_host_bo_use_gemfs(struct drm_gem_object *obj)
+{
+	struct file *filp;
+
+	if (!rbln_gemfs || obj->size < SZ_2M)
+		return 0;
+	filp = shmem_file_setup_with_mnt(rbln_gemfs, "rbln host buffer",
+					 obj->size, VM_NORESERVE);
+	if (IS_ERR(filp))
+		return PTR_ERR(filp);
+	/* As drm_gem_shmem_create() set it for the file it made. */
+	mapping_set_gfp_mask(filp->f_mapping, GFP_HIGHUSER | __GFP_RETRY_MAYFAIL);
+	fput(obj->filp);
+	obj->filp = filp;
+	return 0;
+}
 
 /* drm_driver.gem_create_object: drm_gem_shmem_create() allocates a bo. */
 struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
@@ -448,6 +514,11 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 			goto out;
 		}
 		bo = to_rbln_bo(&shmem->base);
+		ret = rbln_host_bo_use_gemfs(&shmem->base);
+		if (ret) {
+			drm_gem_object_put(&shmem->base);
+			goto out;
+		}
 		atomic64_add(size, &rdev->host_bytes);
 	} else {
 		ret = rbln_bo_create_hbm(rdev, args, size, &bo);

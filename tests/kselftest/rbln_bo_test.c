@@ -316,6 +316,64 @@ TEST_F(bo, host_mmap_is_cached_ram_that_keeps_its_data)
 	}
 }
 
+/* ShmemHugePages of /proc/meminfo in KiB, or -1. */
+static long shmem_huge_kib(void)
+{
+	char line[128];
+	long kib = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ShmemHugePages: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Huge pages of host buffers grown by first-touching @len bytes of one. */
+static long huge_kib_of_a_touched_buffer(int fd, size_t len)
+{
+	struct drm_rbln_bo_create c;
+	long before, after;
+	void *map;
+
+	before = shmem_huge_kib();
+	if (rbln_bo_create(fd, len, RBLN_REGION_HOST, 0, 0, &c))
+		return -1;
+	if (rbln_bo_mmap(fd, c.handle, len, PROT_READ | PROT_WRITE, &map)) {
+		rbln_gem_close(fd, c.handle);
+		return -1;
+	}
+	memset(map, 0x5a, len);
+	after = shmem_huge_kib();
+	munmap(map, len);
+	rbln_gem_close(fd, c.handle);
+	return before < 0 || after < 0 ? -1 : after - before;
+}
+
+TEST_F(bo, host_buffers_from_2m_up_get_huge_pages_when_the_kernel_has_them)
+{
+	char thp[16] = "", shmem[128] = "";
+
+	if (rbln_read_file("/sys/module/rbln/parameters/host_thp", thp,
+			   sizeof(thp)) < 0 || thp[0] != 'Y')
+		SKIP(return, "rbln host_thp is off");
+	if (rbln_read_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+			   shmem, sizeof(shmem)) < 0 || strstr(shmem, "[deny]"))
+		SKIP(return, "no transparent huge pages for tmpfs here");
+	ASSERT_LE(0, shmem_huge_kib());
+	for (int i = 0; i < self->count; i++) {
+		/* 8 MiB: four 2 MiB pieces; one may fall back to 4 KiB pages */
+		EXPECT_LE(3 * 2048, huge_kib_of_a_touched_buffer(self->fd[i],
+							      4 * RBLN_SZ_2M));
+		/* under 2 MiB: plain pages */
+		EXPECT_EQ(0, huge_kib_of_a_touched_buffer(self->fd[i],
+							   RBLN_SZ_2M - RBLN_SZ_4K));
+	}
+}
+
 TEST_F(bo, hbm_mmap_is_io_memory_of_the_bar_that_keeps_its_data)
 {
 	for (int i = 0; i < self->count; i++)

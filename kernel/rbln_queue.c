@@ -28,18 +28,25 @@
 #define RBLN_MAX_QUEUES		256
 #define RBLN_MAX_JOB_BOS	4096
 #define RBLN_MAX_IN_SYNCS	64
-/* WAIT by seqno finds the last this many jobs of a queue. */
+/* WAIT by seqno finds the last this many jobs of a queue (a power of 2). */
 #define RBLN_QUEUE_HISTORY	4096
+/* Handles copied on the stack rather than into an allocation. */
+#define RBLN_STACK_HANDLES	16
+
+/* The slot of @seqno in q->recent. */
+static inline struct dma_fence **rbln_queue_slot(struct rbln_queue *q, u64 seqno)
+{
+	return &q->recent[seqno & (RBLN_QUEUE_HISTORY - 1)];
+}
 
 static void rbln_queue_release(struct kref *ref)
 {
 	struct rbln_queue *q = container_of(ref, struct rbln_queue, ref);
-	struct dma_fence *f;
-	unsigned long i;
+	unsigned int i;
 
-	xa_for_each(&q->fences, i, f)
-		dma_fence_put(f);
-	xa_destroy(&q->fences);
+	for (i = 0; i < RBLN_QUEUE_HISTORY; i++)
+		dma_fence_put(q->recent[i]);
+	kvfree(q->recent);
 	mutex_destroy(&q->lock);
 	kfree(q);
 }
@@ -102,12 +109,16 @@ int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
+	q->recent = kvcalloc(RBLN_QUEUE_HISTORY, sizeof(*q->recent), GFP_KERNEL);
+	if (!q->recent) {
+		kfree(q);
+		return -ENOMEM;
+	}
 	for (i = 0; i < rdev->ring_count; i++)
 		if (args->chiplet_mask & BIT(i))
 			q->scheds[n++] = &rdev->rings[i].sched;
 	kref_init(&q->ref);
 	mutex_init(&q->lock);
-	xa_init(&q->fences);
 	q->rf = rf;
 	ret = drm_sched_entity_init(&q->entity, prio, q->scheds, n, NULL);
 	if (ret)
@@ -124,6 +135,7 @@ int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 
 err:
 	mutex_destroy(&q->lock);
+	kvfree(q->recent);
 	kfree(q);
 	return ret;
 }
@@ -163,7 +175,8 @@ void rbln_job_put_resources(struct rbln_job *job)
 
 	for (i = 0; i < job->bo_count; i++)
 		drm_gem_object_put(job->bos[i]);
-	kvfree(job->bos);
+	if (job->bos != job->inline_bos)
+		kvfree(job->bos);
 	dma_fence_put(job->hw_fence);
 	if (job->queue)
 		rbln_queue_put(job->queue);
@@ -230,16 +243,20 @@ static void rbln_job_add_bo(struct rbln_job *job, struct drm_gem_object *obj)
 static int rbln_job_lookup_bos(struct drm_file *file, struct rbln_job *job,
 			       const struct drm_rbln_submit *args)
 {
+	u32 stack_handles[RBLN_STACK_HANDLES];
 	struct drm_gem_object *obj;
+	u32 *handles = stack_handles;
 	unsigned int i;
-	u32 *handles;
 	int ret = 0;
 
 	if (!args->bo_count)
 		return 0;
-	handles = kvmalloc_array(args->bo_count, sizeof(*handles), GFP_KERNEL);
-	if (!handles)
-		return -ENOMEM;
+	if (args->bo_count > ARRAY_SIZE(stack_handles)) {
+		handles = kvmalloc_array(args->bo_count, sizeof(*handles),
+					 GFP_KERNEL);
+		if (!handles)
+			return -ENOMEM;
+	}
 	if (copy_from_user(handles, u64_to_user_ptr(args->bo_handles),
 			   args->bo_count * sizeof(*handles))) {
 		ret = -EFAULT;
@@ -254,8 +271,26 @@ static int rbln_job_lookup_bos(struct drm_file *file, struct rbln_job *job,
 		rbln_job_add_bo(job, obj);
 	}
 out:
-	kvfree(handles);
+	if (handles != stack_handles)
+		kvfree(handles);
 	return ret;
+}
+
+/* One buffer (the common case) needs no acquire context. */
+static int rbln_job_lock_resvs(struct rbln_job *job, struct ww_acquire_ctx *ctx)
+{
+	if (job->bo_count == 1)
+		return dma_resv_lock_interruptible(job->bos[0]->resv, NULL);
+	return drm_gem_lock_reservations(job->bos, job->bo_count, ctx);
+}
+
+static void rbln_job_unlock_resvs(struct rbln_job *job,
+				  struct ww_acquire_ctx *ctx)
+{
+	if (job->bo_count == 1)
+		dma_resv_unlock(job->bos[0]->resv);
+	else
+		drm_gem_unlock_reservations(job->bos, job->bo_count, ctx);
 }
 
 /*
@@ -272,7 +307,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	struct dma_fence_chain *chain = NULL;
 	struct ww_acquire_ctx ctx;
 	struct drm_gem_object *cmd;
-	struct dma_fence *fence;
+	struct dma_fence *fence, *old, **slot;
 	struct rbln_queue *q;
 	struct rbln_job *job;
 	unsigned int i;
@@ -302,10 +337,15 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	INIT_LIST_HEAD(&job->ring_link);
 
 	/* The buffers: the listed ones, then the command buffer; once each. */
-	job->bos = kvcalloc(args->bo_count + 1, sizeof(*job->bos), GFP_KERNEL);
-	if (!job->bos) {
-		ret = -ENOMEM;
-		goto err_job;
+	if (args->bo_count + 1 <= ARRAY_SIZE(job->inline_bos)) {
+		job->bos = job->inline_bos;
+	} else {
+		job->bos = kvcalloc(args->bo_count + 1, sizeof(*job->bos),
+				    GFP_KERNEL);
+		if (!job->bos) {
+			ret = -ENOMEM;
+			goto err_job;
+		}
 	}
 	ret = rbln_job_lookup_bos(file, job, args);
 	if (ret)
@@ -373,7 +413,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 		}
 	}
 
-	ret = drm_gem_lock_reservations(job->bos, job->bo_count, &ctx);
+	ret = rbln_job_lock_resvs(job, &ctx);
 	if (ret)
 		goto err_sched;
 	for (i = 0; i < job->bo_count; i++) {
@@ -394,24 +434,20 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	 * is pushed, so everything that needs it happens before.
 	 */
 	mutex_lock(&q->lock);
-	/* The history slot is allocated first: nothing can fail after arm. */
-	ret = xa_reserve(&q->fences, q->last_seqno + 1, GFP_KERNEL);
-	if (ret) {
-		mutex_unlock(&q->lock);
-		goto err_unlock;
-	}
 	drm_sched_job_arm(&job->base);
 	fence = dma_fence_get(&job->base.s_fence->finished);
 	args->seqno = ++q->last_seqno;
 	job->queue_seqno = args->seqno;
-	xa_store(&q->fences, args->seqno, dma_fence_get(fence), GFP_KERNEL);
-	if (args->seqno > RBLN_QUEUE_HISTORY)
-		dma_fence_put(xa_erase(&q->fences, args->seqno - RBLN_QUEUE_HISTORY));
+	/* Takes the place of the job RBLN_QUEUE_HISTORY before it. */
+	slot = rbln_queue_slot(q, args->seqno);
+	old = *slot;
+	*slot = dma_fence_get(fence);
 	for (i = 0; i < job->bo_count; i++)
 		dma_resv_add_fence(job->bos[i]->resv, fence, DMA_RESV_USAGE_WRITE);
-	drm_gem_unlock_reservations(job->bos, job->bo_count, &ctx);
+	rbln_job_unlock_resvs(job, &ctx);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&q->lock);
+	dma_fence_put(old);
 
 	if (out) {
 		if (chain)
@@ -428,7 +464,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 	return 0;
 
 err_unlock:
-	drm_gem_unlock_reservations(job->bos, job->bo_count, &ctx);
+	rbln_job_unlock_resvs(job, &ctx);
 err_sched:
 	drm_sched_job_cleanup(&job->base);
 err_out:
@@ -480,8 +516,8 @@ struct dma_fence *rbln_wait_fence(struct drm_file *file,
 	mutex_lock(&q->lock);
 	if (!args->seqno || args->seqno > q->last_seqno)
 		fence = ERR_PTR(-ENOENT);
-	else
-		fence = dma_fence_get(xa_load(&q->fences, args->seqno));
+	else if (q->last_seqno - args->seqno < RBLN_QUEUE_HISTORY)
+		fence = dma_fence_get(*rbln_queue_slot(q, args->seqno));
 	mutex_unlock(&q->lock);
 	rbln_queue_put(q);
 	return fence;

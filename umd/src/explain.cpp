@@ -356,9 +356,9 @@ std::string human_bytes(std::uint64_t n) {
     return buf;
 }
 
+// @s then spaces to @width, and at least one.
 std::string pad(std::string s, std::size_t width) {
-    if (s.size() < width)
-        s.append(width - s.size(), ' ');
+    s.append(s.size() < width ? width - s.size() : 1, ' ');
     return s;
 }
 
@@ -407,7 +407,7 @@ std::string ExplainRegion::report() const {
 
 // ---- ExplainSite --------------------------------------------------------------------
 
-ExplainSite::ExplainSite(std::source_location where)
+ExplainSite::ExplainSite(rbln::source_location where)
     : ExplainSite(where.file_name(), where.line(), where.function_name()) {}
 
 ExplainSite::ExplainSite(const char* file, std::uint32_t line, const char* function)

@@ -141,31 +141,31 @@ void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const Sto
 } // namespace
 
 void add(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-         std::source_location where) {
+         rbln::source_location where) {
     const ExplainSite site(where);
     elementwise("add", RBLN_FW_KERNEL_ADD, stream, out, a, &b, 1.0F);
 }
 
 void mul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-         std::source_location where) {
+         rbln::source_location where) {
     const ExplainSite site(where);
     elementwise("mul", RBLN_FW_KERNEL_MUL, stream, out, a, &b, 1.0F);
 }
 
 void relu(Stream& stream, const StorageView& out, const StorageView& a,
-          std::source_location where) {
+          rbln::source_location where) {
     const ExplainSite site(where);
     elementwise("relu", RBLN_FW_KERNEL_RELU, stream, out, a, nullptr, 1.0F);
 }
 
 void scale(Stream& stream, const StorageView& out, const StorageView& a, float factor,
-           std::source_location where) {
+           rbln::source_location where) {
     const ExplainSite site(where);
     elementwise("scale", RBLN_FW_KERNEL_SCALE, stream, out, a, nullptr, factor);
 }
 
 void matmul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-            std::source_location where) {
+            rbln::source_location where) {
     const ExplainSite site(where);
     constexpr const char* op = "matmul";
     check_view(op, "out", out, stream);
@@ -232,7 +232,7 @@ std::uint64_t contiguous_bytes(const char* op, const char* name, const StorageVi
 } // namespace
 
 void copy(Stream& stream, const StorageView& dst, const StorageView& src,
-          std::source_location where) {
+          rbln::source_location where) {
     const ExplainSite site(where);
     constexpr const char* op = "ops::copy";
     const std::uint64_t n = contiguous_bytes(op, "src", src);
@@ -260,7 +260,7 @@ void copy(Stream& stream, const StorageView& dst, const StorageView& src,
 }
 
 void from_host(const StorageView& dst, std::span<const std::byte> data,
-               std::source_location where) {
+               rbln::source_location where) {
     const ExplainSite site(where);
     const std::uint64_t n = contiguous_bytes("ops::from_host", "dst", dst);
     if (data.size() > n)
@@ -269,7 +269,7 @@ void from_host(const StorageView& dst, std::span<const std::byte> data,
     dst.storage->write(dst.offset * element_size(dst.storage->element_type()), data);
 }
 
-void to_host(const StorageView& src, std::span<std::byte> out, std::source_location where) {
+void to_host(const StorageView& src, std::span<std::byte> out, rbln::source_location where) {
     const ExplainSite site(where);
     const std::uint64_t n = contiguous_bytes("ops::to_host", "src", src);
     if (out.size() > n)

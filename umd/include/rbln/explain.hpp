@@ -67,8 +67,9 @@
 // region was opened.  A record gets a source location when the caller
 // passes one: while an ExplainSite lives on the thread (innermost wins),
 // records carry its location; the ops of rbln/ops.hpp open one with their
-// std::source_location default argument, so each op's transfers name the
-// line that called it.  Records without a site show "-".
+// source_location default argument (std::source_location where the
+// compiler has it, rbln/source_location.hpp), so each op's transfers name
+// the line that called it.  Records without a site show "-".
 //
 // Cost.  With no region open anywhere in the process, every hook is one
 // relaxed load of a process-wide counter and a branch (no lock, no
@@ -76,9 +77,9 @@
 // read a thread-local pointer.  Recording takes the region's mutex.
 #pragma once
 
+#include "rbln/source_location.hpp"
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,7 @@ struct ExplainLocation {
     std::string function;
 
     ExplainLocation() = default;
-    ExplainLocation(std::source_location where) // NOLINT(google-explicit-constructor)
+    ExplainLocation(rbln::source_location where) // NOLINT(google-explicit-constructor)
         : file(where.file_name()), line(where.line()), function(where.function_name()) {}
     ExplainLocation(std::string file_name, std::uint32_t line_number,
                     std::string function_name = {})
@@ -158,7 +159,7 @@ class ExplainRegion {
 public:
     /// Opens a region on this thread, named @name, opened at @where.
     explicit ExplainRegion(std::string name = {},
-                           ExplainLocation where = std::source_location::current());
+                           ExplainLocation where = rbln::source_location::current());
     ExplainRegion(const ExplainRegion&) = delete;
     ExplainRegion& operator=(const ExplainRegion&) = delete;
     ExplainRegion(ExplainRegion&&) = delete;
@@ -187,7 +188,7 @@ private:
 
 /// Opens a region (the same as constructing an ExplainRegion).
 inline ExplainRegion explain(std::string name = {},
-                             ExplainLocation where = std::source_location::current()) {
+                             ExplainLocation where = rbln::source_location::current()) {
     return ExplainRegion(std::move(name), std::move(where));
 }
 
@@ -195,7 +196,7 @@ inline ExplainRegion explain(std::string name = {},
 /// Costs a relaxed load and a branch when no region is open.
 class ExplainSite {
 public:
-    explicit ExplainSite(std::source_location where = std::source_location::current());
+    explicit ExplainSite(rbln::source_location where = rbln::source_location::current());
     /// @file and @function must outlive the site (C ABI: interned copies).
     ExplainSite(const char* file, std::uint32_t line, const char* function);
     ExplainSite(const ExplainSite&) = delete;

@@ -17,13 +17,13 @@
 // Element types: Fp32, Fp16 and Bf16 (not U8).  Errors are
 // Errc::InvalidArgument naming the op and the operand.
 //
-// Each op takes a std::source_location default argument: while it runs,
+// Each op takes a rbln::source_location default argument: while it runs,
 // the records of an explain region (rbln/explain.hpp) carry the line that
 // called it.  from_host()/to_host() are Storage::write/read with the same.
 #pragma once
 
+#include "rbln/source_location.hpp"
 #include <cstddef>
-#include <source_location>
 #include <span>
 
 #include "rbln/storage.hpp"
@@ -33,20 +33,20 @@ namespace rbln::ops {
 
 /// out = a + b, elementwise (equal sizes, one element type).
 void add(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-         std::source_location where = std::source_location::current());
+         rbln::source_location where = rbln::source_location::current());
 /// out = a * b, elementwise.
 void mul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-         std::source_location where = std::source_location::current());
+         rbln::source_location where = rbln::source_location::current());
 /// out = max(a, 0).
 void relu(Stream& stream, const StorageView& out, const StorageView& a,
-          std::source_location where = std::source_location::current());
+          rbln::source_location where = rbln::source_location::current());
 /// out = a * factor.
 void scale(Stream& stream, const StorageView& out, const StorageView& a, float factor,
-           std::source_location where = std::source_location::current());
+           rbln::source_location where = rbln::source_location::current());
 /// out[M][N] = sum_k a[M][K] * b[K][N]: a and b 2-D of one element type,
 /// out 2-D of that type or Fp32 (products accumulate in fp32 on the card).
 void matmul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,
-            std::source_location where = std::source_location::current());
+            rbln::source_location where = rbln::source_location::current());
 
 /// Copies the bytes of contiguous @src to contiguous @dst (the same number
 /// of bytes), on the device: one COPY on @stream when both are on its
@@ -54,14 +54,14 @@ void matmul(Stream& stream, const StorageView& out, const StorageView& a, const 
 /// storage on the other device is used on that device's default stream;
 /// as for any use from two streams, order its writer with an Event).
 void copy(Stream& stream, const StorageView& dst, const StorageView& src,
-          std::source_location where = std::source_location::current());
+          rbln::source_location where = rbln::source_location::current());
 
 /// Storage::write of @data at @dst's first element (@dst contiguous and at
 /// least @data's size).
 void from_host(const StorageView& dst, std::span<const std::byte> data,
-               std::source_location where = std::source_location::current());
+               rbln::source_location where = rbln::source_location::current());
 /// Storage::read of @out.size() bytes from @src's first element.
 void to_host(const StorageView& src, std::span<std::byte> out,
-             std::source_location where = std::source_location::current());
+             rbln::source_location where = rbln::source_location::current());
 
 } // namespace rbln::ops

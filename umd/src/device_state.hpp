@@ -83,6 +83,7 @@ struct StreamState {
     std::vector<SyncPoint> pending_waits; ///< in-fences of the next job
     std::vector<std::shared_ptr<const void>> pending_keep;
     std::vector<std::shared_ptr<Memory>> chunks; ///< command buffers
+    std::vector<std::uint64_t> chunk_last_job;   ///< the last job using each chunk
     std::size_t current_chunk = 0;
     std::size_t chunk_used = 0;
     std::shared_ptr<Syncobj> timeline;

@@ -50,18 +50,21 @@ std::uint64_t StreamState::enqueue_locked(std::size_t max_bytes,
                                           std::shared_ptr<const void> extra_keep) {
     max_bytes = (max_bytes + 7) / 8 * 8;
     // A command buffer with room: the current one, else one the card is
-    // done with (nobody but the stream holds it), else a new one.
+    // done with (its last job is done; the kernel holds the BO of a job
+    // itself), else a new one.
     if (chunks.empty() || chunk_used + max_bytes > chunks[current_chunk]->size()) {
+        const std::uint64_t done = device.submitter().completed(queue_id);
         std::size_t pick = chunks.size();
         for (std::size_t i = 0; i < chunks.size(); i++)
-            if (i != current_chunk && chunks[i].use_count() == 1 &&
-                chunks[i]->size() >= max_bytes) {
+            if (i != current_chunk && chunk_last_job[i] <= done && chunks[i]->size() >= max_bytes) {
                 pick = i;
                 break;
             }
-        if (pick == chunks.size())
+        if (pick == chunks.size()) {
             chunks.push_back(BoMemory::create_host(
                 device.kernel_ptr(), std::max(device.options().command_chunk_bytes, max_bytes)));
+            chunk_last_job.push_back(0);
+        }
         current_chunk = pick;
         chunk_used = 0;
     }
@@ -76,19 +79,26 @@ std::uint64_t StreamState::enqueue_locked(std::size_t max_bytes,
     job.cmd_handle = chunk->handle();
     job.cmd_offset = chunk_used;
     job.cmd_size = static_cast<std::uint32_t>(enc.size());
-    job.keep_alive.reserve(buffers.size() + pending_keep.size() + 2);
-    job.keep_alive.push_back(chunk);
+    if (const std::size_t keeps = buffers.size() + pending_keep.size() + (extra_keep ? 1 : 0);
+        keeps > 0)
+        job.keep_alive.reserve(keeps);
+    if (!buffers.empty())
+        job.bo_handles.reserve(buffers.size());
     for (const auto& b : buffers) {
         if (std::find(job.bo_handles.begin(), job.bo_handles.end(), b->handle()) ==
             job.bo_handles.end())
             job.bo_handles.push_back(b->handle());
         job.keep_alive.push_back(b);
     }
-    job.in_syncs = std::move(pending_waits);
-    pending_waits.clear();
-    for (auto& k : pending_keep)
-        job.keep_alive.push_back(std::move(k));
-    pending_keep.clear();
+    if (!pending_waits.empty()) {
+        job.in_syncs = std::move(pending_waits);
+        pending_waits.clear();
+    }
+    if (!pending_keep.empty()) {
+        for (auto& k : pending_keep)
+            job.keep_alive.push_back(std::move(k));
+        pending_keep.clear();
+    }
     if (extra_keep)
         job.keep_alive.push_back(std::move(extra_keep));
     if (out)
@@ -96,6 +106,7 @@ std::uint64_t StreamState::enqueue_locked(std::size_t max_bytes,
     chunk_used += enc.size();
 
     const std::uint64_t n = device.submitter().enqueue(std::move(job));
+    chunk_last_job[current_chunk] = n;
     last_job = n;
     return n;
 }

@@ -130,6 +130,9 @@ std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceA
                         std::to_string(esize) + "-byte elements");
     const CommitMode mode = options.commit.value_or(process_commit_mode());
     auto s = std::make_shared<Storage>(Key{}, std::move(device), allocator, nbytes, type, options);
+    if (s->host_.eligible())
+        detail::offload_register(s->host_.scope(), std::shared_ptr<OffloadMember>(
+                                                       s, static_cast<OffloadMember*>(s.get())));
     if (mode == CommitMode::Eager)
         s->commit();
     return s;
@@ -144,9 +147,30 @@ std::shared_ptr<Storage> Storage::create(unsigned index, std::uint64_t nbytes, E
 Storage::Storage(Key /*key*/, std::shared_ptr<Device> device, DeviceAllocator& allocator,
                  std::uint64_t nbytes, ElementType type, StorageOptions options)
     : device_(std::move(device)), allocator_(allocator), id_(g_next_id.fetch_add(1)),
-      nbytes_(nbytes), type_(type), place_(options.place) {}
+      nbytes_(nbytes), type_(type), place_(options.place),
+      host_(detail::current_offload_scope(), id_, nbytes) {}
 
 Storage::~Storage() = default;
+
+bool Storage::host_in_memory() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return host_.in_memory();
+}
+
+bool Storage::host_paged_out() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return host_.paged_out();
+}
+
+std::uint64_t Storage::offload_write() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return host_.offload_write(state_.load(std::memory_order_relaxed) == Coherence::DeviceLatest);
+}
+
+void Storage::offload_finish(std::uint64_t token, bool synced) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    host_.offload_finish(token, synced);
+}
 
 StorageTransfers Storage::transfers() const {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -177,17 +201,12 @@ std::uint64_t Storage::data_ptr() {
     return memory_->device_va();
 }
 
-void Storage::ensure_host_locked() {
-    if (!host_)
-        host_ = std::make_unique<std::byte[]>(nbytes_); // zeroed
-}
-
 void Storage::upload_locked(Stream& stream) {
     const detail::ExplainStorageCause why(id_, ExplainCause::DeviceUse);
-    ensure_host_locked();
+    const std::byte* host = host_.get(true); // reads it back if offloaded
     if (nbytes_ != 0)
         copy(stream, CopyEndpoint::of(memory_, 0, nbytes_),
-             CopyEndpoint::of_host(static_cast<const void*>(host_.get()), nbytes_));
+             CopyEndpoint::of_host(static_cast<const void*>(host), nbytes_));
     transfers_.uploads++;
     transfers_.upload_bytes += nbytes_;
     g_totals.uploads.fetch_add(1, std::memory_order_relaxed);
@@ -195,10 +214,11 @@ void Storage::upload_locked(Stream& stream) {
 }
 
 void Storage::download_locked() {
-    ensure_host_locked();
+    std::byte* host = host_.get(false); // overwritten: nothing to read back
+    host_.modified();
     Stream stream = writer_ ? *writer_ : device_->default_stream();
     if (nbytes_ != 0)
-        copy(stream, CopyEndpoint::of_host(static_cast<void*>(host_.get()), nbytes_),
+        copy(stream, CopyEndpoint::of_host(static_cast<void*>(host), nbytes_),
              CopyEndpoint::of(memory_, 0, nbytes_));
     transfers_.downloads++;
     transfers_.download_bytes += nbytes_;
@@ -252,9 +272,9 @@ void Storage::read(std::uint64_t offset, std::span<std::byte> out) {
         download_locked();
         state_.store(Coherence::InSync, std::memory_order_release);
     }
-    ensure_host_locked();
+    const std::byte* host = host_.get(true);
     if (!out.empty())
-        std::memcpy(out.data(), host_.get() + offset, out.size());
+        std::memcpy(out.data(), host + offset, out.size());
 }
 
 void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
@@ -266,9 +286,10 @@ void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
         download_locked();
         state_.store(Coherence::InSync, std::memory_order_release);
     }
-    ensure_host_locked();
+    std::byte* host = host_.get(!whole);
+    host_.modified();
     if (!data.empty())
-        std::memcpy(host_.get() + offset, data.data(), data.size());
+        std::memcpy(host + offset, data.data(), data.size());
     state_.store(Coherence::HostLatest, std::memory_order_release);
 }
 

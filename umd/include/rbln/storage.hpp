@@ -52,6 +52,12 @@
 // changes are serialised by a mutex, and the check of a device use that
 // changes nothing (the common case) takes no lock.
 //
+// Offload: a storage created while an offload scope is open on the thread
+// (rbln/offload.hpp) belongs to it: its host copy goes to the scope's file
+// at the scope's offload points and comes back, transparently, when
+// read(), write() or an upload needs it.  Coherence and transfers() are
+// unchanged by it.
+//
 // Lifetime: a storage refers to its allocator; destroy storages before it
 // (process_allocator()'s allocators live until the process exits).  Jobs
 // that use a storage's device memory keep that memory alive until done.
@@ -69,6 +75,7 @@
 #include "rbln/allocator.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/memory.hpp"
+#include "rbln/offload.hpp"
 #include "rbln/stream.hpp"
 
 namespace rbln {
@@ -126,7 +133,7 @@ struct StorageOptions {
     std::optional<unsigned> place;    ///< allocator place (default: its default place)
 };
 
-class Storage {
+class Storage : private detail::OffloadMember {
     struct Key {
         explicit Key() = default;
     };
@@ -151,7 +158,7 @@ public:
     Storage& operator=(const Storage&) = delete;
     Storage(Storage&&) = delete;
     Storage& operator=(Storage&&) = delete;
-    ~Storage();
+    ~Storage() override;
 
     /// The virtual identity (process-unique, from creation on).
     std::uint64_t id() const noexcept { return id_; }
@@ -193,10 +200,16 @@ public:
     /// The layout an operation left the device memory in (no data moves).
     void set_device_layout(DeviceLayout layout);
 
+    /// Whether its host copy is now in memory / only in its offload scope's
+    /// file (rbln/offload.hpp); neither before the first host need.
+    bool host_in_memory() const;
+    bool host_paged_out() const;
+
 private:
+    std::uint64_t offload_write() override;
+    void offload_finish(std::uint64_t token, bool synced) noexcept override;
     const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
     void commit_locked(StreamId stream);
-    void ensure_host_locked();
     void upload_locked(Stream& stream);
     void download_locked();
     void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
@@ -213,11 +226,11 @@ private:
     std::atomic<StreamId> writer_id_{0}; ///< stream of the last device write (0: none)
 
     mutable std::mutex mutex_;
-    std::shared_ptr<Memory> memory_;    ///< set once, at commit (then read without lock)
-    std::unique_ptr<std::byte[]> host_; ///< the host copy, made at first host need
-    std::optional<Stream> writer_;      ///< guarded
-    StorageTransfers transfers_;        ///< guarded
-    DeviceLayout layout_;               ///< guarded
+    std::shared_ptr<Memory> memory_; ///< set once, at commit (then read without lock)
+    detail::HostRegion host_;        ///< the host copy, made at first host need
+    std::optional<Stream> writer_;   ///< guarded
+    StorageTransfers transfers_;     ///< guarded
+    DeviceLayout layout_;            ///< guarded
 };
 
 /// A view of a storage as a tensor sees it: @sizes and @strides in

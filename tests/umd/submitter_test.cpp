@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-// Submitter: batching, completions, failures, buffer lifetime and the
-// io_uring -> ioctl fallback, on both paths against the fake kernel.
+// Submitter: batching, completions, failures, buffer lifetime, the
+// io_uring -> ioctl fallback and single-issuer mode, on both paths against
+// the fake kernel.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_kernel.hpp"
@@ -249,6 +252,201 @@ TEST(FallbackLog, TheFallbackIsLoggedOncePerProcess) {
     }
     EXPECT_LE(warnings.size(), 1u);
 }
+
+// ---- single issuer -------------------------------------------------------------
+
+// A FakeRing that records what the Submitter asks of it: the CQEs each
+// blocking wait asks for (the fake card then completes that many held
+// jobs) and the drains.
+class RecordingRing final : public CommandRing {
+public:
+    RecordingRing(FakeKernel& k, unsigned entries) : k_(k), ring_(k, entries) {}
+    unsigned space() const override { return ring_.space(); }
+    void push(std::uint32_t op, std::span<const std::byte> payload,
+              std::uint64_t user_data) override {
+        ring_.push(op, payload, user_data);
+    }
+    int submit() override { return ring_.submit(); }
+    std::size_t drain(std::span<RingCompletion> out) override {
+        drains++;
+        return ring_.drain(out);
+    }
+    int wait_for_completion() override { return wait_for_completions(1); }
+    int wait_for_completions(unsigned n) override {
+        waits.push_back(n);
+        k_.complete_jobs(n);
+        return ring_.wait_for_completion();
+    }
+    std::vector<unsigned> waits; ///< the CQEs asked for, per blocking wait
+    int drains = 0;
+
+private:
+    FakeKernel& k_;
+    FakeRing ring_;
+};
+
+// The rbln::Error @f throws on a thread of its own (a failure if none).
+template <typename F> Error error_on_another_thread(F&& f) {
+    std::exception_ptr thrown;
+    std::thread t([&] {
+        try {
+            f();
+        } catch (...) {
+            thrown = std::current_exception();
+        }
+    });
+    t.join();
+    try {
+        if (thrown)
+            std::rethrow_exception(thrown);
+    } catch (const Error& e) {
+        return e;
+    } catch (...) {
+        ADD_FAILURE() << "not an rbln::Error";
+        return Error(Errc::Internal, "", "", 0, "none");
+    }
+    ADD_FAILURE() << "nothing was thrown";
+    return Error(Errc::Internal, "", "", 0, "none");
+}
+
+class SingleIssuer : public ::testing::TestWithParam<Via> {
+protected:
+    void SetUp() override {
+        k = std::make_shared<FakeKernel>();
+        queue = k->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
+        cmd = k->bo_create({4096, RBLN_REGION_HOST, 0, 0}).handle;
+    }
+    std::unique_ptr<Submitter> make(unsigned batch, bool single_issuer = true) {
+        SubmitterOptions o;
+        o.batch = batch;
+        o.single_issuer = single_issuer;
+        o.warn = [](const std::string&) {};
+        if (GetParam() == Via::Uring)
+            o.ring_factory = [this](KernelInterface&,
+                                    unsigned entries) -> Result<std::unique_ptr<CommandRing>> {
+                auto r = std::make_unique<RecordingRing>(*k, entries);
+                ring = r.get();
+                return std::unique_ptr<CommandRing>(std::move(r));
+            };
+        else
+            o.use_io_uring = false;
+        return std::make_unique<Submitter>(k, o);
+    }
+    Job job() const {
+        Job j;
+        j.queue_id = queue;
+        j.cmd_handle = cmd;
+        j.cmd_size = 8;
+        return j;
+    }
+    static void expect_refusal(const Error& e, const char* operation) {
+        EXPECT_EQ(e.code(), Errc::InvalidArgument);
+        const std::string what = e.what();
+        EXPECT_THAT(what, HasSubstr(operation));
+        EXPECT_THAT(what, HasSubstr("single-issuer mode"));
+        EXPECT_THAT(what, HasSubstr("only the thread that opened it"));
+        EXPECT_THAT(what, HasSubstr("open it without single-issuer mode"));
+    }
+    std::shared_ptr<FakeKernel> k;
+    RecordingRing* ring = nullptr;
+    std::uint32_t queue = 0;
+    std::uint32_t cmd = 0;
+};
+
+TEST_P(SingleIssuer, EnqueueFromAnotherThreadIsRefusedBeforeAnythingReachesTheKernel) {
+    auto s = make(1);
+    ASSERT_TRUE(s->single_issuer());
+    expect_refusal(error_on_another_thread([&] { s->enqueue(job()); }), "enqueue");
+    EXPECT_EQ(k->count(KernelOp::Submit), 0);
+    EXPECT_EQ(s->last_job(queue), 0u) << "the refused job got no number";
+    // The owning thread still submits.
+    const std::uint64_t n = s->enqueue(job());
+    EXPECT_EQ(n, 1u);
+    s->wait(queue, n);
+    EXPECT_EQ(k->count(KernelOp::Submit), 1);
+}
+
+TEST_P(SingleIssuer, FlushAndWaitsFromAnotherThreadAreRefused) {
+    auto s = make(4);
+    const std::uint64_t n = s->enqueue(job()); // queued: the batch is not full
+    expect_refusal(error_on_another_thread([&] { s->flush(); }), "flush");
+    EXPECT_EQ(k->count(KernelOp::Submit), 0) << "the refused flush handed nothing over";
+    expect_refusal(error_on_another_thread([&] { s->wait(queue, n); }), "wait");
+    expect_refusal(error_on_another_thread([&] { s->wait_all(); }), "wait");
+    EXPECT_EQ(k->count(KernelOp::Submit), 0);
+    s->wait(queue, n);
+    EXPECT_EQ(s->stats().completions, 1u);
+}
+
+TEST_P(SingleIssuer, DoneFromAnotherThreadAnswersFromWhatTheOwnerReaped) {
+    k->hold_jobs = true;
+    auto s = make(1);
+    const std::uint64_t n = s->enqueue(job());
+    k->complete_jobs(); // done on the card, not yet reaped
+    const int waits_before = k->count(KernelOp::Wait);
+    const int drains_before = ring != nullptr ? ring->drains : 0;
+    bool seen = true;
+    std::uint64_t completed = 1;
+    std::thread([&] {
+        seen = s->done(queue, n);
+        completed = s->completed(queue);
+    }).join();
+    EXPECT_FALSE(seen) << "the owner has not reaped it yet";
+    EXPECT_EQ(completed, 0u);
+    EXPECT_EQ(k->count(KernelOp::Wait), waits_before) << "no WAIT from another thread";
+    if (ring != nullptr) {
+        EXPECT_EQ(ring->drains, drains_before) << "the ring is not touched from another thread";
+    }
+    EXPECT_TRUE(s->done(queue, n)) << "the owner reaps";
+    std::thread([&] { seen = s->done(queue, n); }).join();
+    EXPECT_TRUE(seen) << "now the bookkeeping says done";
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, SingleIssuer, ::testing::Values(Via::Uring, Via::Ioctl),
+                         [](const auto& info) {
+                             return info.param == Via::Uring ? std::string("IoUring")
+                                                             : std::string("Ioctl");
+                         });
+
+class SingleIssuerWait : public SingleIssuer {};
+
+TEST_P(SingleIssuerWait, AWaiterAsksForEveryCqeItNeedsInOneWait) {
+    k->hold_jobs = true;
+    auto s = make(8);
+    ASSERT_NE(ring, nullptr);
+    for (int i = 0; i < 4; i++)
+        s->enqueue(job());
+    s->wait(queue, 4);
+    EXPECT_THAT(ring->waits, ::testing::ElementsAre(4u)) << "one wake-up for the four jobs";
+    EXPECT_EQ(s->stats().completions, 4u);
+}
+
+TEST_P(SingleIssuerWait, AWaiterAsksOnlyForTheCqesUpToItsJob) {
+    k->hold_jobs = true;
+    auto s = make(8);
+    ASSERT_NE(ring, nullptr);
+    for (int i = 0; i < 4; i++)
+        s->enqueue(job());
+    s->wait(queue, 3);
+    ASSERT_FALSE(ring->waits.empty());
+    EXPECT_EQ(ring->waits.front(), 3u) << "the fourth job's CQE is not needed";
+    EXPECT_TRUE(s->done(queue, 3));
+}
+
+TEST_P(SingleIssuerWait, InAnyThreadModeAWaiterAsksForOneCqeAtATime) {
+    k->hold_jobs = true;
+    auto s = make(8, false);
+    ASSERT_NE(ring, nullptr);
+    for (int i = 0; i < 4; i++)
+        s->enqueue(job());
+    s->wait(queue, 4);
+    EXPECT_THAT(ring->waits, ::testing::Each(1u))
+        << "another thread's job may finish first: woken for every CQE";
+    EXPECT_EQ(ring->waits.size(), 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(IoUring, SingleIssuerWait, ::testing::Values(Via::Uring),
+                         [](const auto&) { return std::string("IoUring"); });
 
 } // namespace
 } // namespace rbln::test

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // Logical devices: visibility, grouping, their errors, planning vs commit,
-// the current device per thread, "rbln:N", fork detection.
+// the current device per thread, "rbln:N", fork detection (also on the
+// hot paths of the process's devices).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +13,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
+#include "rbln/command.hpp"
+#include "rbln/device.hpp"
 #include "rbln/devices.hpp"
+#include "rbln/stream.hpp"
 
 namespace rbln::test {
 namespace {
@@ -604,6 +609,84 @@ TEST_F(RuntimeTest, GrandchildOfAChildThatCommittedIsRefusedToo) {
         });
     });
     EXPECT_EQ(code, 0);
+}
+
+// The process's devices over fake sysfs and a FakeKernel (Device::get()),
+// put back as they were at the end.
+class ProcessDevicesOverFakes {
+public:
+    explicit ProcessDevicesOverFakes(RuntimeOptions options) {
+        Runtime::reset_process(std::move(options));
+        DeviceOptions o;
+        o.submitter.warn = [](const std::string&) {};
+        Device::reset_process_devices(
+            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+                auto k = std::make_unique<FakeKernel>();
+                return std::unique_ptr<KernelInterface>(std::move(k));
+            },
+            o);
+    }
+    ProcessDevicesOverFakes(const ProcessDevicesOverFakes&) = delete;
+    ProcessDevicesOverFakes& operator=(const ProcessDevicesOverFakes&) = delete;
+    ProcessDevicesOverFakes(ProcessDevicesOverFakes&&) = delete;
+    ProcessDevicesOverFakes& operator=(ProcessDevicesOverFakes&&) = delete;
+    ~ProcessDevicesOverFakes() {
+        Device::reset_process_devices();
+        Runtime::reset_process(RuntimeOptions{});
+    }
+};
+
+// 0 if @use throws the spawn error (Errc::BadFork, saying what to do), else
+// a code saying what happened instead.
+template <typename F> int spawn_error_of(F&& use) {
+    try {
+        use();
+    } catch (const Error& e) {
+        if (e.code() != Errc::BadFork)
+            return 2;
+        const std::string what = e.what();
+        if (what.find("fork() child") == std::string::npos ||
+            what.find("spawn start method") == std::string::npos)
+            return 3;
+        return 0;
+    } catch (...) {
+        return 4;
+    }
+    return 1; // it worked
+}
+
+TEST_F(RuntimeTest, ChildForkedAfterUseGetsTheSpawnErrorFromTheDevicesHotPaths) {
+    add_cards("atom", 1);
+    const ProcessDevicesOverFakes process(options());
+    const std::shared_ptr<Device> dev = Device::get(0);
+    Stream stream(dev);
+    stream.enqueue(PacketSize::nop, [](CommandEncoder& e) { e.nop(); }, {});
+    stream.synchronize();
+    // Not through Runtime::check_fork: the device's own checks (one load of
+    // the atfork generation) on the way to the Submitter.
+    EXPECT_EQ(in_child([&] {
+                  return spawn_error_of([&] {
+                      stream.enqueue(PacketSize::nop, [](CommandEncoder& e) { e.nop(); }, {});
+                  });
+              }),
+              0)
+        << "Stream::enqueue";
+    EXPECT_EQ(in_child([&] { return spawn_error_of([&] { stream.query(); }); }), 0)
+        << "Stream::query";
+    EXPECT_EQ(in_child([&] { return spawn_error_of([&] { stream.synchronize(); }); }), 0)
+        << "Stream::synchronize";
+    EXPECT_EQ(in_child([&] { return spawn_error_of([&] { dev->flush(); }); }), 0)
+        << "Device::flush";
+    EXPECT_EQ(in_child([&] { return spawn_error_of([&] { dev->allocate_host(4096); }); }), 0)
+        << "Device::allocate_host";
+    EXPECT_EQ(in_child([&] { return spawn_error_of([&] { Stream other(dev); }); }), 0)
+        << "a new Stream";
+    // The parent goes on as before.
+    const std::uint64_t jobs = stream.last_job();
+    stream.enqueue(PacketSize::nop, [](CommandEncoder& e) { e.nop(); }, {});
+    stream.synchronize();
+    EXPECT_EQ(stream.last_job(), jobs + 1);
+    EXPECT_TRUE(stream.query());
 }
 
 } // namespace

@@ -494,7 +494,8 @@ TEST(OffloadFailure, CloseOnAnotherThreadIsRefused) {
 // ---- where -------------------------------------------------------------------------
 
 TEST(OffloadDirectory, OptionThenRblnOffloadDirThenTmpdirThenVarTmp) {
-    auto env = [](std::optional<std::string> offload_dir, std::optional<std::string> tmpdir) {
+    auto env = [](const std::optional<std::string>& offload_dir,
+                  const std::optional<std::string>& tmpdir) {
         return EnvSource([=](std::string_view name) -> std::optional<std::string> {
             if (name == "RBLN_OFFLOAD_DIR")
                 return offload_dir;

@@ -366,11 +366,11 @@ TEST_F(bo, host_buffers_from_2m_up_get_huge_pages_when_the_kernel_has_them)
 	ASSERT_LE(0, shmem_huge_kib());
 	for (int i = 0; i < self->count; i++) {
 		/* 8 MiB: four 2 MiB pieces; one may fall back to 4 KiB pages */
-		EXPECT_LE(3 * 2048, huge_kib_of_a_touched_buffer(self->fd[i],
-							      4 * RBLN_SZ_2M));
+		EXPECT_LE(3 * 2048,
+			  huge_kib_of_a_touched_buffer(self->fd[i], 4 * RBLN_SZ_2M));
 		/* under 2 MiB: plain pages */
 		EXPECT_EQ(0, huge_kib_of_a_touched_buffer(self->fd[i],
-							   RBLN_SZ_2M - RBLN_SZ_4K));
+							  RBLN_SZ_2M - RBLN_SZ_4K));
 	}
 }
 

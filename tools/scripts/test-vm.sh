@@ -39,10 +39,11 @@ step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
-step "librbln streams, events, copies and memory (explain), 2 Rebel100 cards" \
+step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests'"
+	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
+	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
 step "librbln logical devices and fork, 4 ATOM cards" \
 	"$vm" -q --timeout 300 --cards 4 --family atom --hbm 128M --modparams "$jobparams" -- \
 	"$top/build/cmake/tests/umd/rbln_umd_devices_vm_tests"

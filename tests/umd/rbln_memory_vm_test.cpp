@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/explain.hpp"
+#include "rbln/offload.hpp"
 #include "rbln/ops.hpp"
 #include "rbln/storage.hpp"
 
@@ -157,6 +159,49 @@ TEST(VmMemory, PlacingATensorAllocatesNothingAndOneDeviceAddDoes) {
     EXPECT_EQ(alloc.memory_allocated(), 3u * 128 * 128 * 2) << "three committed storages";
     EXPECT_GE(alloc.memory_reserved(), alloc.memory_allocated());
     EXPECT_EQ(alloc.max_memory_allocated(), alloc.memory_allocated());
+}
+
+TEST(VmOffload, InputsPagedOutToAFileReachTheCardExactlyAndTheResultComesBack) {
+    REQUIRE_CARDS(1u);
+    const std::vector<float> xa = small_ints(128 * 128, 3);
+    const std::vector<float> xb = small_ints(128 * 128, 4);
+    std::optional<StorageView> a;
+    std::optional<StorageView> b;
+    std::optional<StorageView> sum;
+    OffloadStats st;
+    {
+        auto scope = offload(); // $TMPDIR or /var/tmp: tmpfs in the guest
+        a = tensor(0, {128, 128}, ElementType::Fp16);
+        b = tensor(0, {128, 128}, ElementType::Fp16);
+        sum = tensor(0, {128, 128}, ElementType::Fp16);
+        const auto ha = halves(xa);
+        const auto hb = halves(xb);
+        ops::from_host(*a, std::as_bytes(std::span(ha)));
+        ops::from_host(*b, std::as_bytes(std::span(hb)));
+        scope.offload_now();
+        EXPECT_TRUE(a->storage->host_paged_out());
+        EXPECT_TRUE(b->storage->host_paged_out());
+        Stream s = Device::get(0)->default_stream();
+        ops::add(s, *sum, *a, *b); // the uploads read the inputs back from the file
+        s.synchronize();
+        const std::vector<float> first = read_half(*sum);
+        for (std::size_t i = 0; i < first.size(); i++)
+            ASSERT_EQ(first[i], xa[i] + xb[i]) << i;
+        scope.close(); // the result's host copy goes to the file too
+        st = scope.stats();
+        EXPECT_TRUE(scope.failures().empty());
+    }
+    std::cout << "offload: writes " << st.writes << " (" << st.bytes_offloaded << " bytes), reads "
+              << st.reads << " (" << st.bytes_brought_back << " bytes), dropped "
+              << st.bytes_dropped << " bytes\n";
+    EXPECT_EQ(st.writes, 3u) << "two inputs, then the result";
+    EXPECT_EQ(st.reads, 2u) << "the two uploads";
+    EXPECT_EQ(st.failures, 0u);
+    EXPECT_TRUE(sum->storage->host_paged_out());
+    const std::vector<float> again = read_half(*sum); // from the file, no download
+    for (std::size_t i = 0; i < again.size(); i++)
+        ASSERT_EQ(again[i], xa[i] + xb[i]) << i;
+    EXPECT_EQ(sum->storage->transfers().downloads, 1u);
 }
 
 /// The rows of memory_summary(): (npu, chiplet, allocated MiB, reserved MiB).

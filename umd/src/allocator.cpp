@@ -25,6 +25,30 @@ namespace rbln {
 namespace detail {
 
 struct Pool;
+struct Block;
+
+namespace {
+
+struct BlockKey {
+    StreamId stream;
+    std::uint64_t size;
+    std::uint64_t va;
+};
+
+struct BlockLess {
+    using is_transparent = void;
+    template <typename B> static auto key(const B* b) noexcept {
+        return std::tie(b->stream, b->size, b->va);
+    }
+    static auto key(const BlockKey& k) noexcept { return std::tie(k.stream, k.size, k.va); }
+    template <typename A, typename B> bool operator()(const A& a, const B& b) const noexcept {
+        return key(a) < key(b);
+    }
+};
+
+} // namespace
+
+using BlockSet = std::set<Block*, BlockLess>;
 
 struct Block {
     std::uint64_t va = 0;
@@ -37,34 +61,15 @@ struct Block {
     Block* next = nullptr;
     ChipletAllocator* owner = nullptr;
     std::uint64_t gc_base = 0; ///< pool's get_free_calls when last handed out
+    BlockSet::iterator pos{};  ///< its node in pool->blocks (valid while in_pool)
     std::uint32_t handle = 0;
     std::uint32_t event_count = 0; ///< fences not yet done (freed, awaiting streams)
     bool allocated = false;
+    bool in_pool = false;
     std::vector<std::shared_ptr<StreamFenceSource>> stream_uses;
 
     bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
 };
-
-namespace {
-
-struct BlockKey {
-    StreamId stream;
-    std::uint64_t size;
-    std::uint64_t va;
-};
-
-struct BlockLess {
-    using is_transparent = void;
-    static auto key(const Block* b) noexcept { return std::tie(b->stream, b->size, b->va); }
-    static auto key(const BlockKey& k) noexcept { return std::tie(k.stream, k.size, k.va); }
-    template <typename A, typename B> bool operator()(const A& a, const B& b) const noexcept {
-        return key(a) < key(b);
-    }
-};
-
-} // namespace
-
-using BlockSet = std::set<Block*, BlockLess>;
 
 struct Pool {
     explicit Pool(bool is_small) : small(is_small) {}
@@ -76,9 +81,14 @@ struct Pool {
 
 class ChipletAllocator {
 public:
-    ChipletAllocator(DeviceAllocator& device, AllocatorPlace place)
+    /// @track_total: the device has other chiplets, so its totals are kept
+    /// apart (with one chiplet they are this chiplet's statistics).
+    ChipletAllocator(DeviceAllocator& device, AllocatorPlace place, bool track_total)
         : device_(device), npu_(place.npu), chiplet_(place.chiplet),
-          provider_(std::move(place.provider)) {
+          provider_(std::move(place.provider)), track_total_(track_total),
+          plain_rounding_(std::all_of(device.config_.roundup_power2_divisions.begin(),
+                                      device.config_.roundup_power2_divisions.end(),
+                                      [](std::uint32_t d) { return d <= 1; })) {
         stats_.max_split_size = max_split_stat(device.config_);
     }
     ChipletAllocator(const ChipletAllocator&) = delete;
@@ -107,7 +117,21 @@ public:
         fraction_set_ = true;
     }
 
-    AllocatorStats stats_;
+    /// This chiplet's statistics (see stats_).
+    AllocatorStats view() const noexcept {
+        AllocatorStats s = stats_;
+        derive_all(s);
+        return s;
+    }
+    /// The device's statistics (see DeviceAllocator::total_).
+    static AllocatorStats device_view(const DeviceAllocator& d);
+    /// The device's current / peak value of @f's "all" entry.
+    static std::int64_t device_current(const DeviceAllocator& d, StatArray AllocatorStats::*f);
+    static std::int64_t device_peak(const DeviceAllocator& d, StatArray AllocatorStats::*f);
+    /// Peaks := current values.
+    void reset_peaks() noexcept;
+    /// The "allocated"/"freed" halves and the num_* counters := 0.
+    void reset_accumulated() noexcept;
     unsigned npu() const noexcept { return npu_; }
     unsigned chiplet() const noexcept { return chiplet_; }
 
@@ -133,35 +157,64 @@ private:
     std::uint64_t max_split() const noexcept { return config().max_split_size; }
     bool gc_enabled() const noexcept { return config().garbage_collection_threshold > 0.0; }
 
-    // Statistics: this chiplet's and the device's (exact joint peaks: both
-    // change under the same mutex).
+    // Statistics: this chiplet's and, on a device of several chiplets, the
+    // device's (exact joint peaks: both change under the same mutex).  The
+    // pool entries ([1], [2]) of stats_ are kept whole; of the "all" entry
+    // [0] only the peak (of the pools' sum), its current value and halves
+    // are the pools' sums (derive_all()).  Of the device's StatArrays
+    // (total_) only current values and peaks are kept, the halves are the
+    // chiplets' sums (device_view()).  So an update writes one pool entry
+    // and one peak here and two current values and peaks there.
     void inc(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {
         const auto a = static_cast<std::int64_t>(n);
         const auto i = static_cast<std::size_t>(t);
-        (stats_.*f)[0].increase(a);
-        (stats_.*f)[i].increase(a);
-        (device_.total_.*f)[0].increase(a);
-        (device_.total_.*f)[i].increase(a);
+        StatArray& s = stats_.*f;
+        s[i].increase(a);
+        s[0].peak = std::max(s[0].peak, s[1].current + s[2].current);
+        if (track_total_) {
+            StatArray& d = device_.total_.*f;
+            d[i].current += a;
+            d[i].peak = std::max(d[i].peak, d[i].current);
+            d[0].current += a;
+            d[0].peak = std::max(d[0].peak, d[0].current);
+        }
     }
     void dec(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {
         const auto a = static_cast<std::int64_t>(n);
         const auto i = static_cast<std::size_t>(t);
-        (stats_.*f)[0].decrease(a);
         (stats_.*f)[i].decrease(a);
-        (device_.total_.*f)[0].decrease(a);
-        (device_.total_.*f)[i].decrease(a);
+        if (track_total_) {
+            StatArray& d = device_.total_.*f;
+            d[i].current -= a;
+            d[0].current -= a;
+        }
     }
     void inc(Stat AllocatorStats::*f) noexcept {
         (stats_.*f).increase(1);
-        (device_.total_.*f).increase(1);
+        if (track_total_)
+            (device_.total_.*f).increase(1);
     }
     void dec(Stat AllocatorStats::*f) noexcept {
         (stats_.*f).decrease(1);
-        (device_.total_.*f).decrease(1);
+        if (track_total_)
+            (device_.total_.*f).decrease(1);
     }
     void count(std::int64_t AllocatorStats::*f) noexcept {
         ++(stats_.*f);
-        ++(device_.total_.*f);
+        if (track_total_)
+            ++(device_.total_.*f);
+    }
+    /// The "all" entries' current values and halves from the pools'.
+    static void derive_all(AllocatorStats& s) noexcept;
+    std::int64_t current_all(StatArray AllocatorStats::*f) const noexcept {
+        return (stats_.*f)[1].current + (stats_.*f)[2].current;
+    }
+    std::uint64_t round(std::uint64_t size) const noexcept {
+        if (!plain_rounding_)
+            return round_request(size, config());
+        if (size < alloc::kMinBlockSize)
+            return alloc::kMinBlockSize;
+        return (size + alloc::kMinBlockSize - 1) & ~(alloc::kMinBlockSize - 1);
     }
 
     // Invariant: spare_blocks_ and spare_nodes_ have capacity for every
@@ -183,26 +236,43 @@ private:
         return b;
     }
     void recycle(Block* b) noexcept {
-        *b = Block{};
+        // As *b = Block{}, without making and moving an empty vector.
+        b->va = b->size = b->requested = b->segment_va = 0;
+        b->stream = kDefaultStream;
+        b->pool = nullptr;
+        b->prev = b->next = nullptr;
+        b->owner = nullptr;
+        b->gc_base = 0;
+        b->pos = {};
+        b->handle = b->event_count = 0;
+        b->allocated = b->in_pool = false;
+        b->stream_uses.clear();
         spare_blocks_.push_back(b);
     }
     void insert(Pool& pool, Block* b) {
         if (spare_nodes_.empty()) {
-            pool.blocks.insert(b);
-            return;
+            b->pos = pool.blocks.insert(b).first;
+        } else {
+            BlockSet::node_type node = std::move(spare_nodes_.back());
+            spare_nodes_.pop_back();
+            node.value() = b;
+            b->pos = pool.blocks.insert(std::move(node)).position;
         }
-        BlockSet::node_type node = std::move(spare_nodes_.back());
-        spare_nodes_.pop_back();
-        node.value() = b;
-        pool.blocks.insert(std::move(node));
+        b->in_pool = true;
     }
-    void erase(Pool& pool, BlockSet::iterator it) {
-        spare_nodes_.push_back(pool.blocks.extract(it));
+    /// Puts @b (in the pool, its key changed) back in order.
+    static void reorder(Pool& pool, Block* b) noexcept {
+        BlockSet::node_type node = pool.blocks.extract(b->pos);
+        b->pos = pool.blocks.insert(std::move(node)).position;
     }
-    void erase(Pool& pool, Block* b) { erase(pool, pool.blocks.find(b)); }
+    void erase(Pool& pool, Block* b) noexcept {
+        spare_nodes_.push_back(pool.blocks.extract(b->pos));
+        b->pos = {};
+        b->in_pool = false;
+    }
 
-    /// The best-fitting free block, left in the pool (end(): none).
-    BlockSet::iterator get_free_block(const Params& p);
+    /// The best-fitting free block, left in the pool (nullptr: none).
+    Block* get_free_block(const Params& p);
     Block* alloc_block(const Params& p, bool is_retry);
     bool release_available_cached_blocks(const Params& p);
     void release_block(Block* b) noexcept;
@@ -210,10 +280,9 @@ private:
     void garbage_collect() noexcept;
     void synchronize_and_free_events(std::unique_lock<std::mutex>& lock);
     bool should_split(const Block* b, std::uint64_t size) const noexcept;
-    /// Hands out @b, split if worth it; @pos: its place in the pool (end():
-    /// a new segment, not in the pool).
-    Block* alloc_found_block(Block* b, BlockSet::iterator pos, const Params& p,
-                             std::uint64_t requested);
+    /// Hands out @b (in the pool, or a new segment that is not), split if
+    /// worth it.
+    Block* alloc_found_block(Block* b, const Params& p, std::uint64_t requested);
     void free_block(Block* b);
     bool mergeable(const Block* b) const noexcept {
         return b != nullptr && !b->allocated && b->event_count == 0 && b->stream_uses.empty();
@@ -233,6 +302,10 @@ private:
     std::vector<BlockSet::node_type> spare_nodes_;
     BlockSet scratch_;  ///< where new set nodes are made
     Block scratch_key_; ///< the value they are made with
+    /// Pool entries whole; of "all" only the peak (derive_all() the rest).
+    AllocatorStats stats_;
+    bool track_total_;    ///< the device has other chiplets
+    bool plain_rounding_; ///< no roundup_power2_divisions: 512 B rounding
     bool fraction_set_ = false;
     std::uint64_t allowed_max_ = 0;
 
@@ -241,28 +314,28 @@ private:
     std::atomic<std::size_t> pending_count_{0};
 };
 
-BlockSet::iterator ChipletAllocator::get_free_block(const Params& p) {
+Block* ChipletAllocator::get_free_block(const Params& p) {
     Pool& pool = *p.pool;
     if (gc_enabled())
         pool.get_free_calls++;
     const auto it = pool.blocks.lower_bound(BlockKey{p.stream, p.size, 0});
     if (it == pool.blocks.end() || (*it)->stream != p.stream)
-        return pool.blocks.end();
+        return nullptr;
     Block* b = *it;
     // An oversize block serves only oversize requests, and only if it is
     // not much larger.
     if (p.size < max_split() && b->size >= max_split())
-        return pool.blocks.end();
+        return nullptr;
     if (p.size >= max_split() && b->size >= p.size + alloc::kLargeBuffer)
-        return pool.blocks.end();
+        return nullptr;
     b->gc_base = pool.get_free_calls;
-    return it;
+    return b;
 }
 
 Block* ChipletAllocator::alloc_block(const Params& p, bool is_retry) {
     if (is_retry)
         count(&AllocatorStats::num_alloc_retries);
-    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    const auto reserved = static_cast<std::uint64_t>(current_all(&AllocatorStats::reserved_bytes));
     if (fraction_set_ && reserved + p.alloc_size > allowed_max_)
         return nullptr;
     const std::optional<Segment> seg = provider_->allocate(p.alloc_size);
@@ -396,7 +469,7 @@ void ChipletAllocator::garbage_collect() noexcept {
                                          : static_cast<double>(provider_->capacity());
     const auto threshold =
         static_cast<std::uint64_t>(config().garbage_collection_threshold * allowed);
-    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    const auto reserved = static_cast<std::uint64_t>(current_all(&AllocatorStats::reserved_bytes));
     if (reserved <= threshold)
         return;
     const std::uint64_t target = reserved - threshold;
@@ -438,10 +511,9 @@ bool ChipletAllocator::should_split(const Block* b, std::uint64_t size) const no
 // The pool's order is (stream, size, address).  A block whose key changes
 // is moved only if it would be out of order: splitting shrinks the
 // remainder (it can only move left), merging grows the survivor (right).
-Block* ChipletAllocator::alloc_found_block(Block* b, BlockSet::iterator pos, const Params& p,
-                                           std::uint64_t requested) {
+Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint64_t requested) {
     Pool& pool = *p.pool;
-    const bool in_pool = pos != pool.blocks.end();
+    const bool in_pool = b->in_pool;
     const StatType t = pool.type();
     const bool already_split = b->is_split();
     Block* block = b;
@@ -471,9 +543,9 @@ Block* ChipletAllocator::alloc_found_block(Block* b, BlockSet::iterator pos, con
         remaining->size -= p.size;
         if (!in_pool) {
             insert(pool, remaining);
-        } else if (pos != pool.blocks.begin() && !BlockLess{}(*std::prev(pos), remaining)) {
-            BlockSet::node_type node = pool.blocks.extract(pos);
-            pool.blocks.insert(std::move(node));
+        } else if (remaining->pos != pool.blocks.begin() &&
+                   !BlockLess{}(*std::prev(remaining->pos), remaining)) {
+            reorder(pool, remaining);
         }
         if (already_split) {
             // An inactive split block shrinks by the allocation.
@@ -485,7 +557,7 @@ Block* ChipletAllocator::alloc_found_block(Block* b, BlockSet::iterator pos, con
         }
     } else {
         if (in_pool)
-            erase(pool, pos);
+            erase(pool, b);
         if (already_split) {
             // An inactive split block becomes active whole.
             dec(&AllocatorStats::inactive_split_bytes, t, block->size);
@@ -506,11 +578,10 @@ Block* ChipletAllocator::alloc_found_block(Block* b, BlockSet::iterator pos, con
 
 Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
                                 std::unique_lock<std::mutex>& lock) {
-    const std::uint64_t rounded = round_request(size, config());
+    const std::uint64_t rounded = round(size);
     Pool& pool = is_small_request(rounded) ? small_ : large_;
     const Params p{rounded, segment_size_for(rounded), stream, &pool};
-    BlockSet::iterator pos = get_free_block(p);
-    Block* b = pos == pool.blocks.end() ? nullptr : *pos;
+    Block* b = get_free_block(p);
     if (b == nullptr) {
         if (gc_enabled())
             garbage_collect();
@@ -526,7 +597,7 @@ Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
         count(&AllocatorStats::num_ooms);
         throw_oom(size, p.alloc_size);
     }
-    return alloc_found_block(b, pos, p, size);
+    return alloc_found_block(b, p, size);
 }
 
 // PyTorch's free_block: the block merges with its free neighbours.  The
@@ -542,9 +613,7 @@ void ChipletAllocator::free_block(Block* b) {
     std::int64_t split_blocks = 0;
     std::int64_t split_bytes = 0;
     Block* survivor = b;
-    auto pos = pool.blocks.end();
     if (prev != nullptr) { // [prev b (next)] -> prev
-        pos = pool.blocks.find(prev);
         split_blocks -= 1;
         split_bytes -= static_cast<std::int64_t>(prev->size);
         std::uint64_t grow = b->size;
@@ -565,7 +634,6 @@ void ChipletAllocator::free_block(Block* b) {
             recycle(next);
         recycle(b);
     } else if (next != nullptr) { // [b next] -> next
-        pos = pool.blocks.find(next);
         split_blocks -= 1;
         split_bytes -= static_cast<std::int64_t>(next->size);
         next->va = b->va;
@@ -577,12 +645,11 @@ void ChipletAllocator::free_block(Block* b) {
         survivor = next;
         recycle(b);
     }
-    if (pos == pool.blocks.end()) {
+    if (!survivor->in_pool) {
         insert(pool, survivor);
-    } else if (const auto after = std::next(pos);
+    } else if (const auto after = std::next(survivor->pos);
                after != pool.blocks.end() && !BlockLess{}(survivor, *after)) {
-        BlockSet::node_type node = pool.blocks.extract(pos);
-        pool.blocks.insert(std::move(node));
+        reorder(pool, survivor);
     }
     if (survivor->is_split()) {
         split_blocks += 1;
@@ -701,9 +768,95 @@ void ChipletAllocator::process_events() {
     complete(done);
 }
 
+namespace {
+
+constexpr std::array<StatArray AllocatorStats::*, 9> kStatArrays = {
+    &AllocatorStats::allocation,      &AllocatorStats::segment,
+    &AllocatorStats::active,          &AllocatorStats::inactive_split,
+    &AllocatorStats::allocated_bytes, &AllocatorStats::reserved_bytes,
+    &AllocatorStats::active_bytes,    &AllocatorStats::inactive_split_bytes,
+    &AllocatorStats::requested_bytes};
+
+template <typename F> void for_each_stat(AllocatorStats& s, F f) {
+    for (StatArray AllocatorStats::*a : kStatArrays)
+        for (Stat& st : s.*a)
+            f(st);
+    f(s.oversize_allocations);
+    f(s.oversize_segments);
+}
+
+void reset_counters(AllocatorStats& s) noexcept {
+    for_each_stat(s, [](Stat& st) { st.reset_accumulated(); });
+    s.num_alloc_retries = 0;
+    s.num_ooms = 0;
+    s.num_sync_all_streams = 0;
+    s.num_device_alloc = 0;
+    s.num_device_free = 0;
+}
+
+} // namespace
+
+void ChipletAllocator::derive_all(AllocatorStats& s) noexcept {
+    for (StatArray AllocatorStats::*f : kStatArrays) {
+        StatArray& a = s.*f;
+        a[0].current = a[1].current + a[2].current;
+        a[0].allocated = a[1].allocated + a[2].allocated;
+        a[0].freed = a[1].freed + a[2].freed;
+    }
+}
+
+AllocatorStats ChipletAllocator::device_view(const DeviceAllocator& d) {
+    if (d.chiplets_.size() == 1)
+        return d.chiplets_.front()->view();
+    AllocatorStats s = d.total_;
+    for (StatArray AllocatorStats::*f : kStatArrays) {
+        for (Stat& st : s.*f)
+            st.allocated = st.freed = 0;
+        for (const auto& c : d.chiplets_) {
+            const StatArray& a = c->stats_.*f;
+            for (std::size_t i = 1; i < 3; i++) {
+                (s.*f)[0].allocated += a[i].allocated;
+                (s.*f)[0].freed += a[i].freed;
+                (s.*f)[i].allocated += a[i].allocated;
+                (s.*f)[i].freed += a[i].freed;
+            }
+        }
+    }
+    return s;
+}
+
+std::int64_t ChipletAllocator::device_current(const DeviceAllocator& d,
+                                              StatArray AllocatorStats::*f) {
+    if (d.chiplets_.size() == 1)
+        return d.chiplets_.front()->current_all(f);
+    return (d.total_.*f)[0].current;
+}
+
+std::int64_t ChipletAllocator::device_peak(const DeviceAllocator& d, StatArray AllocatorStats::*f) {
+    if (d.chiplets_.size() == 1)
+        return (d.chiplets_.front()->stats_.*f)[0].peak;
+    return (d.total_.*f)[0].peak;
+}
+
+void ChipletAllocator::reset_peaks() noexcept {
+    for (StatArray AllocatorStats::*f : kStatArrays) {
+        StatArray& a = stats_.*f;
+        a[1].reset_peak();
+        a[2].reset_peak();
+        a[0].peak = a[1].current + a[2].current;
+    }
+    stats_.oversize_allocations.reset_peak();
+    stats_.oversize_segments.reset_peak();
+}
+
+void ChipletAllocator::reset_accumulated() noexcept {
+    reset_counters(stats_);
+}
+
 void ChipletAllocator::throw_oom(std::uint64_t size, std::uint64_t alloc_size) const {
-    const auto allocated = static_cast<std::uint64_t>(stats_.allocated_bytes[0].current);
-    const auto reserved = static_cast<std::uint64_t>(stats_.reserved_bytes[0].current);
+    const auto allocated =
+        static_cast<std::uint64_t>(current_all(&AllocatorStats::allocated_bytes));
+    const auto reserved = static_cast<std::uint64_t>(current_all(&AllocatorStats::reserved_bytes));
     const std::uint64_t capacity = provider_->capacity();
     std::string free_text;
     if (const std::optional<std::uint64_t> f = provider_->free_bytes())
@@ -817,12 +970,14 @@ DeviceAllocator::DeviceAllocator(unsigned device_index, std::vector<AllocatorPla
         throw Error(Errc::InvalidArgument, "DeviceAllocator", "", 0,
                     "a device allocator needs at least one chiplet");
     total_.max_split_size = detail::ChipletAllocator::max_split_stat(config_);
+    const bool track_total = places.size() > 1;
     for (auto& p : places) {
         if (!p.provider)
             throw Error(Errc::InvalidArgument, "DeviceAllocator", "", 0,
                         "chiplet " + std::to_string(p.chiplet) + " of NPU " +
                             std::to_string(p.npu) + " has no segment provider");
-        chiplets_.push_back(std::make_unique<detail::ChipletAllocator>(*this, std::move(p)));
+        chiplets_.push_back(
+            std::make_unique<detail::ChipletAllocator>(*this, std::move(p), track_total));
     }
 }
 
@@ -925,76 +1080,57 @@ void DeviceAllocator::set_memory_fraction(double fraction, unsigned place) {
 
 AllocatorStats DeviceAllocator::stats() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return total_;
+    return detail::ChipletAllocator::device_view(*this);
 }
 
 AllocatorStats DeviceAllocator::stats(unsigned place) const {
     const detail::ChipletAllocator& c = chiplet(place);
     const std::lock_guard<std::mutex> lock(mutex_);
-    return c.stats_;
+    return c.view();
 }
 
 void DeviceAllocator::snapshot(AllocatorStats& total, std::vector<AllocatorStats>& per) const {
     per.clear();
     per.reserve(chiplets_.size());
     const std::lock_guard<std::mutex> lock(mutex_);
-    total = total_;
+    total = detail::ChipletAllocator::device_view(*this);
     for (const auto& c : chiplets_)
-        per.push_back(c->stats_);
+        per.push_back(c->view());
 }
 
 std::uint64_t DeviceAllocator::memory_allocated() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::uint64_t>(total_.allocated_bytes[0].current);
+    return static_cast<std::uint64_t>(
+        detail::ChipletAllocator::device_current(*this, &AllocatorStats::allocated_bytes));
 }
 std::uint64_t DeviceAllocator::memory_reserved() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::uint64_t>(total_.reserved_bytes[0].current);
+    return static_cast<std::uint64_t>(
+        detail::ChipletAllocator::device_current(*this, &AllocatorStats::reserved_bytes));
 }
 std::uint64_t DeviceAllocator::max_memory_allocated() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::uint64_t>(total_.allocated_bytes[0].peak);
+    return static_cast<std::uint64_t>(
+        detail::ChipletAllocator::device_peak(*this, &AllocatorStats::allocated_bytes));
 }
 std::uint64_t DeviceAllocator::max_memory_reserved() const {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::uint64_t>(total_.reserved_bytes[0].peak);
+    return static_cast<std::uint64_t>(
+        detail::ChipletAllocator::device_peak(*this, &AllocatorStats::reserved_bytes));
 }
-
-namespace {
-
-template <typename F> void for_each_stat(AllocatorStats& s, F f) {
-    for (StatArray* a :
-         {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-          &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
-        for (Stat& st : *a)
-            f(st);
-    f(s.oversize_allocations);
-    f(s.oversize_segments);
-}
-
-void reset_counters(AllocatorStats& s) {
-    for_each_stat(s, [](Stat& st) { st.reset_accumulated(); });
-    s.num_alloc_retries = 0;
-    s.num_ooms = 0;
-    s.num_sync_all_streams = 0;
-    s.num_device_alloc = 0;
-    s.num_device_free = 0;
-}
-
-} // namespace
 
 void DeviceAllocator::reset_peak_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    for_each_stat(total_, [](Stat& st) { st.reset_peak(); });
+    detail::for_each_stat(total_, [](Stat& st) { st.reset_peak(); });
     for (auto& c : chiplets_)
-        for_each_stat(c->stats_, [](Stat& st) { st.reset_peak(); });
+        c->reset_peaks();
 }
 
 void DeviceAllocator::reset_accumulated_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    reset_counters(total_);
+    detail::reset_counters(total_);
     for (auto& c : chiplets_)
-        reset_counters(c->stats_);
+        c->reset_accumulated();
 }
 
 } // namespace rbln

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -273,6 +274,36 @@ TEST(Offload, ADeviceWriteAfterOffloadWinsOverThePagedOutCopy) {
     std::fill(expected.begin(), expected.begin() + 8, std::byte{1});
     EXPECT_EQ(read_all(*s), expected);
     EXPECT_EQ(scope.stats().reads, 0u);
+}
+
+TEST(Offload, HostWritesRacingOffloadsKeepTheNewestData) {
+    Card c;
+    TempDir dir;
+    auto scope = offload(dir.options());
+    constexpr std::size_t kN = 64 * 1024;
+    constexpr unsigned kRounds = 200;
+    auto s = c.lazy(kN);
+    s->write(0, pattern(kN, 0));
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+        for (unsigned i = 1; i <= kRounds; i++) {
+            s->write(i % 2 == 0 ? 0 : 100, i % 2 == 0 ? pattern(kN, i) : pattern(kN - 100, i));
+            std::vector<std::byte> head(100);
+            s->read(0, head); // a read back when the offload won
+        }
+        done = true;
+    });
+    unsigned offloads = 0;
+    while (!done.load() || offloads == 0) {
+        scope.offload_now();
+        offloads++;
+    }
+    writer.join();
+    auto expected = pattern(kN, kRounds); // the last write covers it all
+    EXPECT_EQ(read_all(*s), expected);
+    scope.offload_now();
+    EXPECT_EQ(read_all(*s), expected) << "after a last offload";
+    EXPECT_EQ(scope.stats().failures, 0u);
 }
 
 // ---- which storages -------------------------------------------------------------

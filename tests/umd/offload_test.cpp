@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -459,6 +460,45 @@ TEST(OffloadFailure, OneFailedStorageDoesNotStopTheOthers) {
     // and the third, written past the limit, fails at once.
     GTEST_FLAG_SET(death_test_style, "threadsafe"); // other tests' threads may live
     EXPECT_EXIT(std::_Exit(file_size_limit_child()), ::testing::ExitedWithCode(0), "code 0");
+}
+
+/// The child of AForkChildNeitherWritesNorSharesTheRing: 0 when all is as expected.
+int fork_child(OffloadScope& scope, Storage& paged, Storage& resident) {
+    try {
+        scope.offload_now();
+        return 20;
+    } catch (const Error& e) {
+        if (e.code() != Errc::BadFork ||
+            std::string(e.what()).find("the data stays in memory") == std::string::npos)
+            return 21;
+    }
+    if (!resident.host_in_memory() || read_all(resident) != pattern(4096, 2))
+        return 22;
+    if (read_all(paged) != pattern(8192, 1)) // pread, not the parent's ring
+        return 23;
+    return 0;
+}
+
+TEST(OffloadFailure, AForkChildNeitherWritesNorSharesTheRing) {
+    Card c;
+    TempDir dir;
+    auto scope = offload(dir.options());
+    auto paged = c.lazy(8192);
+    paged->write(0, pattern(8192, 1));
+    scope.offload_now();
+    auto resident = c.lazy(4096);
+    resident->write(0, pattern(4096, 2));
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0)
+        ::_exit(fork_child(scope, *paged, *resident));
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    scope.offload_now(); // the parent goes on as before
+    EXPECT_TRUE(resident->host_paged_out());
+    EXPECT_EQ(read_all(*resident), pattern(4096, 2));
 }
 
 TEST(OffloadFailure, AFailedReadBackThrowsAndTheNextUseTriesAgain) {

@@ -63,7 +63,8 @@ namespace detail {
 
 struct OffloadState {
     OffloadState(OffloadOptions opts, std::string location)
-        : options(std::move(opts)), where(std::move(location)), owner(std::this_thread::get_id()) {}
+        : options(std::move(opts)), where(std::move(location)), owner(std::this_thread::get_id()),
+          pid(::getpid()) {}
     OffloadState(const OffloadState&) = delete;
     OffloadState& operator=(const OffloadState&) = delete;
     OffloadState(OffloadState&&) = delete;
@@ -76,7 +77,12 @@ struct OffloadState {
     const OffloadOptions options;
     const std::string where; ///< the directory (or the given file)
     const std::thread::id owner;
+    const pid_t pid; ///< the process that made the file (and the ring)
     std::atomic<bool> open{true};
+
+    /// A fork() child must not use the parent's ring (its memory is shared)
+    /// nor allocate extents (the parent allocates the same ones).
+    bool forked() const noexcept { return ::getpid() != pid; }
 
     // The file and its I/O.
     UniqueFd fd;
@@ -95,7 +101,7 @@ struct OffloadState {
     /// One read or write of @n bytes at @offset, through io_uring or
     /// pread/pwrite: bytes done, or -errno.
     std::int64_t transfer_once(bool write, std::byte* data, std::uint64_t n, std::uint64_t offset) {
-        if (!ring_ok) {
+        if (!ring_ok || forked()) {
             const ssize_t r = write ? ::pwrite(fd.get(), data, n, static_cast<off_t>(offset))
                                     : ::pread(fd.get(), data, n, static_cast<off_t>(offset));
             return r < 0 ? -errno : r;
@@ -147,7 +153,7 @@ struct OffloadState {
     int sync() {
         const std::lock_guard<std::mutex> lock(io_mutex);
         int r = 0;
-        if (ring_ok) {
+        if (ring_ok && !forked()) {
             io_uring_sqe* sqe = io_uring_get_sqe(&ring);
             if (sqe == nullptr)
                 return -EBUSY;
@@ -343,6 +349,14 @@ std::uint64_t HostRegion::offload_write(bool stale) {
         if (paged)
             g_totals.bytes_paged_out.fetch_add(nbytes_, std::memory_order_relaxed);
         return 0;
+    }
+    if (scope_->forked()) {
+        Error e(Errc::BadFork, "offload", scope_->where, 0,
+                "storage " + std::to_string(storage_) + "'s host copy (" + bytes_text(nbytes_) +
+                    ") is not written: this is a fork() child of the process that opened the "
+                    "offload scope, whose file it shares; the data stays in memory");
+        scope_->fail(e);
+        throw e;
     }
     if (!extent_)
         extent_ = scope_->allocate(nbytes_);

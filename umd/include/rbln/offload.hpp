@@ -52,6 +52,12 @@
 // (POSIX_FADV_DONTNEED), so the memory really goes.  Without io_uring
 // (kernel.io_uring_disabled) pwrite/pread do the same I/O.
 //
+// fork(): a child of the process that opened a scope neither writes to its
+// file (Errc::BadFork, recorded like any failure; the data stays in
+// memory) nor uses its io_uring (shared with the parent); it reads back with
+// pread.  A storage the parent destroys after the fork may lose its file
+// extent for the child too: use the spawn start method, as for devices.
+//
 // Thread safety: storages of a scope may be used from any thread while the
 // scope offloads them; a host write racing with an offload keeps the new
 // data in memory (the offload of that storage is abandoned, not counted as

@@ -3,7 +3,8 @@
 // replaying the runtime's documented examples: lazy placement and the
 // statistics after one device add, one fp16 matmul on a four-chiplet card
 // in memory_summary(), and explain reports of a step written the
-// recommended way and carelessly.  Every result is checked against a CPU
+// recommended way and carelessly, and inputs and a result paged out by an
+// offload scope (rbln/offload.hpp).  Every result is checked against a CPU
 // reference.  Runs inside the VM (tools/scripts/test-vm.sh), not under host
 // ctest; without an rbln card every test skips with a message.
 //

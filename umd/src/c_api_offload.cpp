@@ -3,10 +3,12 @@
 // point catches everything: no exception crosses into C.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "rbln/offload.hpp"
 #include "rbln/rbln_offload.h"

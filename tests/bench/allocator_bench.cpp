@@ -6,7 +6,8 @@
 // 64 MiB, p50 and p99 over batches of kBatch pairs (one clock read per
 // batch: a clock read costs about as much as a small pair), for
 //   - glibc malloc + free of the same size,
-//   - the allocator with an empty pool (only the block being reused),
+//   - the allocator with an empty pool (only the block being reused), on
+//     a device of one chiplet and (printed apart) of four,
 //   - the allocator with 100,000 live blocks of mixed sizes on the same
 //     chiplet and stream, with a free hole after every third one.
 // Targets (issue 6): p50 at most 2x glibc's, under 100 ns for small
@@ -58,9 +59,11 @@ private:
     std::uint32_t handle_ = 1;
 };
 
-std::unique_ptr<DeviceAllocator> make_allocator() {
+/// A device of @chiplets chiplets (one NPU); blocks go to place 0.
+std::unique_ptr<DeviceAllocator> make_allocator(unsigned chiplets = 1) {
     std::vector<AllocatorPlace> places;
-    places.push_back(AllocatorPlace{0, 0, std::make_unique<BenchProvider>()});
+    for (unsigned c = 0; c < chiplets; c++)
+        places.push_back(AllocatorPlace{0, c, std::make_unique<BenchProvider>()});
     return std::make_unique<DeviceAllocator>(0, std::move(places));
 }
 
@@ -128,6 +131,17 @@ void cached_pair(benchmark::State& state) {
     });
 }
 
+// A device of 4 chiplets (a Rebel100 NPU): the device totals are kept apart
+// from the chiplet's statistics (with one chiplet they are the same).
+void cached_pair_4chiplets(benchmark::State& state) {
+    const auto size = static_cast<std::uint64_t>(state.range(0));
+    auto a = make_allocator(4);
+    measure(state, "four/" + size_name(size), [&] {
+        DeviceBlock b = a->allocate(size);
+        benchmark::DoNotOptimize(b.device_va());
+    });
+}
+
 void cached_pair_live(benchmark::State& state) {
     const auto size = static_cast<std::uint64_t>(state.range(0));
     auto a = make_allocator();
@@ -159,6 +173,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(glibc_pair)->Apply(sizes);
 BENCHMARK(cached_pair)->Apply(sizes);
+BENCHMARK(cached_pair_4chiplets)->Apply(sizes);
 BENCHMARK(cached_pair_live)->Apply(sizes);
 
 void summary() {
@@ -188,6 +203,15 @@ void summary() {
         std::snprintf(lb, sizeof(lb), "%.1f / %.1f", l.p50, l.p99);
         std::printf("%-7s %17s %17s %17s %10.3f %10.3f %10s\n", n.c_str(), gb, eb, lb, vs_glibc,
                     live_ratio, ok ? "met" : "MISSED");
+    }
+    for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
+        const std::string n = size_name(s);
+        if (!r.count("glibc/" + n) || !r.count("four/" + n))
+            continue;
+        const Figure g = r["glibc/" + n];
+        const Figure f = r["four/" + n];
+        std::printf("%-7s empty pool of a 4-chiplet device: %.1f / %.1f ns, %.3f x glibc\n",
+                    n.c_str(), f.p50, f.p99, f.p50 / g.p50);
     }
     std::printf("targets: p50 <= 2x glibc, < 100 ns up to 64 KiB, 100k live <= 2x empty: %s\n",
                 all ? "all met" : "not all met");

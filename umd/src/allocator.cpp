@@ -169,14 +169,25 @@ private:
         const auto a = static_cast<std::int64_t>(n);
         const auto i = static_cast<std::size_t>(t);
         StatArray& s = stats_.*f;
-        s[i].increase(a);
-        s[0].peak = std::max(s[0].peak, s[1].current + s[2].current);
+        // From registers: no reload of what was just stored, no store of
+        // an unchanged peak.
+        const std::int64_t cur = s[i].current + a;
+        s[i].current = cur;
+        s[i].allocated += a;
+        if (cur > s[i].peak)
+            s[i].peak = cur;
+        if (const std::int64_t all = cur + s[3 - i].current; all > s[0].peak)
+            s[0].peak = all;
         if (track_total_) {
             StatArray& d = device_.total_.*f;
-            d[i].current += a;
-            d[i].peak = std::max(d[i].peak, d[i].current);
-            d[0].current += a;
-            d[0].peak = std::max(d[0].peak, d[0].current);
+            const std::int64_t dcur = d[i].current + a;
+            d[i].current = dcur;
+            if (dcur > d[i].peak)
+                d[i].peak = dcur;
+            const std::int64_t dall = d[0].current + a;
+            d[0].current = dall;
+            if (dall > d[0].peak)
+                d[0].peak = dall;
         }
     }
     void dec(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {

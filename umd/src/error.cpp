@@ -4,6 +4,8 @@
 
 #include "rbln/error.hpp"
 
+#include "error_text.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -92,20 +94,13 @@ std::string compose(const std::string& operation, const std::string& path,
     return out;
 }
 
-std::string errno_name(int err) {
-    const char* name = strerrorname_np(err);
-    if (name != nullptr)
-        return name;
-    return "errno " + std::to_string(err);
-}
-
 bool is_accel_node(const std::string& path) {
     return path.find("/dev/accel/") != std::string::npos;
 }
 
 // "<meaning> (<ERRNO>)[: <what to do>]"
 std::string describe_errno(const std::string& operation, const std::string& path, int err) {
-    const std::string tag = " (" + errno_name(err) + ")";
+    const std::string tag = " (" + detail::errno_name(err) + ")";
     switch (err) {
     case EACCES:
     case EPERM:
@@ -153,4 +148,14 @@ Error Error::from_errno(std::string operation, std::string path, int err) {
                  std::move(detail));
 }
 
+namespace detail {
+
+std::string errno_name(int err) {
+    const char* name = strerrorname_np(err);
+    if (name != nullptr)
+        return name;
+    return "errno " + std::to_string(err);
+}
+
+} // namespace detail
 } // namespace rbln

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "error_text.hpp"
 #include "rbln/detail/unique_fd.hpp"
 
 namespace rbln {
@@ -44,13 +45,8 @@ Totals g_totals;
 
 std::atomic<unsigned> g_open_scopes{0};
 
-std::string errno_name(int err) {
-    const char* name = strerrorname_np(err);
-    return name != nullptr ? name : "errno " + std::to_string(err);
-}
-
 std::string errno_text(int err) {
-    return std::string(std::strerror(err)) + " (" + errno_name(err) + ")";
+    return std::string(std::strerror(err)) + " (" + detail::errno_name(err) + ")";
 }
 
 std::string bytes_text(std::uint64_t n) {
@@ -114,6 +110,12 @@ struct OffloadState {
             io_uring_prep_write(sqe, fd.get(), data, len, offset);
         else
             io_uring_prep_read(sqe, fd.get(), data, len, offset);
+        return submit_and_wait();
+    }
+
+    /// Submits the one prepared SQE and waits for its CQE: its res, or
+    /// -errno of io_uring itself.
+    int submit_and_wait() {
         int r = io_uring_submit(&ring);
         if (r < 0)
             return r;
@@ -123,9 +125,9 @@ struct OffloadState {
         } while (r == -EINTR);
         if (r < 0)
             return r;
-        const std::int64_t res = cqe->res;
+        r = cqe->res;
         io_uring_cqe_seen(&ring, cqe);
-        return res;
+        return r;
     }
 
     /// All @n bytes: 0, or -errno with *@done the bytes that got through
@@ -158,17 +160,7 @@ struct OffloadState {
             if (sqe == nullptr)
                 return -EBUSY;
             io_uring_prep_fsync(sqe, fd.get(), IORING_FSYNC_DATASYNC);
-            r = io_uring_submit(&ring);
-            if (r >= 0) {
-                io_uring_cqe* cqe = nullptr;
-                do {
-                    r = io_uring_wait_cqe(&ring, &cqe);
-                } while (r == -EINTR);
-                if (r >= 0) {
-                    r = cqe->res;
-                    io_uring_cqe_seen(&ring, cqe);
-                }
-            }
+            r = submit_and_wait();
         } else if (::fdatasync(fd.get()) != 0) {
             r = -errno;
         }

@@ -306,6 +306,14 @@ static void rbln_ring_reset(struct rbln_cmd_ring *ring, struct rbln_job *bad)
 		 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
 	spin_lock_irqsave(&ring->lock, flags);
 	ring->recovering = true;
+	/* Which side lost track: the card's view next to the host's. */
+	drm_warn(&rdev->drm, "ring %u: host tail %u cpl_head %u; card head %u done_seqno %llu; next record %s\n",
+		 ring->index, ring->tail, ring->cpl_head,
+		 READ_ONCE(ring->ctrl->job_head),
+		 READ_ONCE(ring->ctrl->done_seqno),
+		 (READ_ONCE(ring->cpls[ring->cpl_head].flags) &
+		  RBLN_FW_REC_PHASE) == ring->cpl_phase ?
+		 "written, not consumed" : "not written");
 	spin_unlock_irqrestore(&ring->lock, flags);
 	ret = rbln_fw_ring_stop(rdev, ring->index);
 	rbln_ring_process(ring);	/* completions written before the stop */
@@ -353,12 +361,16 @@ static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job
 	mutex_lock(&rdev->reset_lock);
 	/* Puts @bad back at the head of the scheduler's list. */
 	drm_sched_stop(&ring->sched, sched_job);
+	/* A job whose record is there but whose interrupt was lost is done. */
+	rbln_ring_process(ring);
 	spin_lock_irqsave(&ring->lock, flags);
 	on_ring = !list_empty(&bad->ring_link);
 	spin_unlock_irqrestore(&ring->lock, flags);
 
 	if (!on_ring) {
-		/* It completed meanwhile (or a card recovery failed it). */
+		/* It completed (interrupt lost), or a card recovery failed it. */
+		drm_warn(&rdev->drm, "ring %u: job %llu was done, but no completion interrupt came within %u ms\n",
+			 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
 	} else if (rbln_get_state(rdev) == RBLN_STATE_READY) {
 		rbln_ring_reset(ring, bad);
 	} else if (!READ_ONCE(rdev->recover_queued)) {

@@ -155,6 +155,7 @@ CardStats Card::stats() const {
     s.ring_cpl_stalls = r.cpl_stalls.load();
     s.ring_cpls_dropped = r.cpls_dropped.load();
     s.ring_irqs_moderated = r.irqs_moderated.load();
+    s.ring_irqs_backstop = r.irqs_backstop.load();
     s.ring_bad_tails = r.bad_tails.load();
     s.injected_hangs = r.hangs.load();
     s.injected_dma_errors = r.dma_errors.load();

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,6 +99,7 @@ struct CardStats {
     std::uint64_t ring_cpl_stalls = 0; // times a ring's completion ring was full
     std::uint64_t ring_cpls_dropped = 0;
     std::uint64_t ring_irqs_moderated = 0; // job interrupts the host did not need
+    std::uint64_t ring_irqs_backstop = 0;  // held back, then raised after the holdoff
     std::uint64_t ring_bad_tails = 0;
     std::uint64_t injected_hangs = 0;        // `fault hang` commands
     std::uint64_t injected_dma_errors = 0;   // DMA errors that hit a packet
@@ -170,6 +172,12 @@ public:
     void inject_dma_error(unsigned chiplet);
     void inject_corrupt_cpl(unsigned chiplet);
     void clear_ring_faults();
+    // Interrupt holdoff of the command rings (0: off; default
+    // kDefaultIrqHoldoff): see RingDeps::irq_holdoff_ns.
+    void set_irq_holdoff(std::chrono::nanoseconds holdoff) {
+        irq_holdoff_ns_.store(holdoff.count(), std::memory_order_relaxed);
+    }
+    static constexpr std::chrono::microseconds kDefaultIrqHoldoff{200};
 
     static const char* state_name(std::uint32_t state);
 
@@ -275,6 +283,7 @@ private:
     // The command rings: one processor per chiplet that has a ring.
     SignalHub hub_;
     RingCounters ring_counters_;
+    std::atomic<std::int64_t> irq_holdoff_ns_{std::chrono::nanoseconds(kDefaultIrqHoldoff).count()};
     std::array<ChipletEngine, RBLN_FW_MAX_CHIPLETS> engines_;
     std::array<std::unique_ptr<CommandProcessor>, RBLN_FW_MAX_CHIPLETS> procs_;
 };

@@ -195,6 +195,33 @@ bool CommandProcessor::wait_kick(std::chrono::nanoseconds d) {
     return !stopping();
 }
 
+bool CommandProcessor::idle_with_irq_owed() {
+    const std::int64_t holdoff = deps_.irq_holdoff_ns.load(std::memory_order_relaxed);
+    if (holdoff <= 0)
+        return wait_kick(kForever); // backstop off: as before
+    bool kicked = false;
+    {
+        std::unique_lock<std::mutex> lk(mu_);
+        kicked = cv_.wait_for(lk, std::chrono::nanoseconds(holdoff),
+                              [this] { return kicked_ || stopping(); });
+        // A doorbell stays set for the loop's own read of the tail.
+    }
+    if (stopping())
+        return false;
+    if (kicked)
+        return true; // new work first; its records may interrupt
+    irq_owed_ = false;
+    // Every record read: the host needed no interrupt.  Otherwise the one
+    // held back was lost on the way (a host whose barrier did not order
+    // its cpl_head store before its next read: single-threaded TCG emits
+    // no host barrier for the guest's) and is raised now.
+    if (host_read(ctrl_->cpl_head) != cpl_tail_) {
+        deps_.counters.irqs_backstop++;
+        deps_.host.ring_irq();
+    }
+    return true;
+}
+
 // --- the job loop -----------------------------------------------------------------
 
 void CommandProcessor::run() {
@@ -217,7 +244,7 @@ void CommandProcessor::run() {
         }
         reported_tail_ = 0;
         if (tail == head_) {
-            if (!wait_kick(kForever))
+            if (irq_owed_ ? !idle_with_irq_owed() : !wait_kick(kForever))
                 break;
             continue;
         }
@@ -608,6 +635,12 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
             stalled = true;
             deps_.counters.cpl_stalls++;
             deps_.log.debug("ring %u: completion ring full: waiting for the host", cfg_.index);
+            if (irq_owed_) {
+                // A host that lost the held-back interrupt never makes room.
+                irq_owed_ = false;
+                deps_.counters.irqs_backstop++;
+                deps_.host.ring_irq();
+            }
         }
         if (!wait_kick(backoff))
             return false;
@@ -633,10 +666,13 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
     // the record before the cpl_head read, against the host's own barrier.
     if ((job.desc.flags & RBLN_FW_JOB_IRQ) != 0) {
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (host_read(ctrl_->cpl_head) == slot)
+        if (host_read(ctrl_->cpl_head) == slot) {
+            irq_owed_ = false;
             deps_.host.ring_irq();
-        else
+        } else {
+            irq_owed_ = true;
             deps_.counters.irqs_moderated++;
+        }
     }
     return true;
 }

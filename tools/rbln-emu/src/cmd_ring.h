@@ -55,6 +55,7 @@ struct RingCounters {
     std::atomic<std::uint64_t> cpl_stalls{0};     // times a completion ring was full
     std::atomic<std::uint64_t> cpls_dropped{0};   // ABORTED records that found no room
     std::atomic<std::uint64_t> irqs_moderated{0}; // job interrupts not raised: host still reading
+    std::atomic<std::uint64_t> irqs_backstop{0};  // held-back interrupts raised after the holdoff
     std::atomic<std::uint64_t> bad_tails{0};      // job_tail >= entries seen
     std::atomic<std::uint64_t> hangs{0};          // injected hangs that held a ring
     std::atomic<std::uint64_t> dma_errors{0};     // injected DMA errors consumed
@@ -108,6 +109,10 @@ struct RingDeps {
     ChipletEngine& chiplet;
     RingCounters& counters;
     SignalHub& hub;
+    // Interrupt holdoff (ns, 0: off): a held-back job interrupt whose
+    // records are still unread this long after the ring went idle is
+    // raised anyway (see rbln_fw_cmd.md, "Interrupt moderation").
+    const std::atomic<std::int64_t>& irq_holdoff_ns;
 };
 
 class CommandProcessor {
@@ -148,6 +153,10 @@ private:
     bool wait_runnable();
     // Waits for a kick or `d`; false when stopped.
     bool wait_kick(std::chrono::nanoseconds d);
+    // Idle with an interrupt owed: waits up to the holdoff for a doorbell;
+    // if none came and records are still unread, raises the interrupt.
+    // false when stopped.
+    bool idle_with_irq_owed();
     [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_acquire); }
     Outcome execute(const Job& job, Mmu::Port& port);
     PacketResult packet(std::uint8_t op, std::uint8_t flags, std::uint32_t offset,
@@ -170,6 +179,7 @@ private:
     // Thread state.
     std::uint32_t head_ = 0;
     std::uint32_t cpl_tail_ = 0;
+    bool irq_owed_ = false; // a job interrupt was held back and not raised since
     std::uint16_t phase_ = 1;
     std::uint64_t busy_ns_ = 0;
     std::uint32_t reported_tail_ = 0; // a bad tail reported (0: none)

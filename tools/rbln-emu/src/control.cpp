@@ -135,6 +135,7 @@ std::string status_reply(const Card& card) {
         r += std::to_string(t.chiplet.at(i).busy_ns);
     }
     r += " ring_irqs_moderated=" + std::to_string(s.ring_irqs_moderated);
+    r += " ring_irqs_backstop=" + std::to_string(s.ring_irqs_backstop);
     return r;
 }
 

@@ -29,7 +29,11 @@
  * rate; CPU per job at batch 32 <= 5 null syscalls; copies from 4 MiB up
  * >= 0.8 of the emulator's memcpy.  Nothing is asserted.
  *
- *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N] [--only jobs|copies]
+ *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N] [--only jobs|copies|deferred<batch>]
+ *
+ * --only deferred32 (any batch 1..128) runs nothing but the deferred loop
+ * at that batch size for --min-ms (a steady load to profile, e.g. under
+ * perf record).
  */
 #include <drm/rbln_accel.h>
 #include <rbln_fw_cmd.h>
@@ -310,8 +314,9 @@ struct Options {
     unsigned card = 0;
     double min_ms = 300;
     unsigned min_iters = 5;
-    bool jobs = true;   ///< the empty-job rows
-    bool copies = true; ///< the copy rows
+    bool jobs = true;     ///< the empty-job rows
+    bool copies = true;   ///< the copy rows
+    unsigned profile = 0; ///< only the deferred loop at this batch (for perf record)
 };
 
 bool parse_uint(std::string_view s, unsigned& out) {
@@ -332,12 +337,17 @@ Options parse(int argc, char** argv) {
         } else if (args[i] == "--min-iters" && has_value && v > 0) {
             o.min_iters = v;
         } else if (args[i] == "--only" && i + 1 < args.size() &&
+                   args[i + 1].rfind("deferred", 0) == 0 && parse_uint(args[i + 1].substr(8), v) &&
+                   v > 0 && v <= 128) {
+            o.profile = v;
+            o.copies = false;
+        } else if (args[i] == "--only" && i + 1 < args.size() &&
                    (args[i + 1] == "jobs" || args[i + 1] == "copies")) {
             o.jobs = args[i + 1] == "jobs";
             o.copies = !o.jobs;
         } else {
             throw std::runtime_error("usage: rbln_submit_bench [--card N] [--min-ms MS] "
-                                     "[--min-iters N] [--only jobs|copies]");
+                                     "[--min-iters N] [--only jobs|copies|deferred<batch>]");
         }
     }
     return o;
@@ -628,12 +638,31 @@ int run(int argc, char** argv) {
 
     Jobs jobs(fd);
     constexpr unsigned kCalls = 1000;
-    Result sys = measure(o, kCalls, [&](std::vector<double>&) { null_syscalls(kCalls); });
+    Options sys_o = o;
+    if (o.profile)
+        sys_o.min_ms = 300; // the loop to profile is the rest of the run
+    Result sys = measure(sys_o, kCalls, [&](std::vector<double>&) { null_syscalls(kCalls); });
     const double sys_ns = sys.wall_ns / static_cast<double>(sys.ops);
     const double sys_cpu = sys.cpu_per_op();
     std::printf("null syscall (getppid): %s ns wall, %s ns CPU\n\n", num(sys_ns, "%.1f").c_str(),
                 num(sys_cpu, "%.1f").c_str());
 
+    if (o.profile != 0) {
+        Ring dring(256, true);
+        const drm_rbln_submit s = jobs.empty_job();
+        const Result r = measure(o, o.profile, [&](std::vector<double>& lat) {
+            uring_batch(
+                dring, o.profile,
+                [&](io_uring_sqe* sqe) { prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s); }, lat,
+                true);
+        });
+        std::printf("deferred batch %u: %s jobs/s, p50 %s us, max %s us, CPU %s ns/job = %s null "
+                    "syscalls\n",
+                    o.profile, num(r.rate()).c_str(), num(r.pct(0.5) / 1e3, "%.1f").c_str(),
+                    num(r.pct(1.0) / 1e3, "%.1f").c_str(), num(r.cpu_per_op()).c_str(),
+                    ratio(r.cpu_per_op(), sys_cpu).c_str());
+        return 0;
+    }
     if (o.jobs) {
         std::printf("%-28s %6s %10s %9s %9s %9s %11s %10s\n", "empty job, submit->complete",
                     "batch", "jobs/s", "p50 us", "p99 us", "vs ioctl", "CPU ns/job", "in syscalls");

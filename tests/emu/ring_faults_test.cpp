@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // Ring faults injected through the control interface (hang, dma-error,
-// corrupt-cpl, clear) and the ring counters of `status`, seen from the
+// corrupt-cpl, lost-irq, clear) and the ring counters of `status`, seen from the
 // host side of the rings.
 #include <gtest/gtest.h>
 
@@ -188,10 +188,34 @@ TEST_F(RingFaults, FaultClearLetsTheJobsBehindACorruptedCompletionRun) {
     EXPECT_EQ(t.host_u64(8), 2U);
 }
 
+TEST_F(RingFaults, LostIrqWritesTheRecordButRaisesNoInterruptForIt) {
+    EXPECT_EQ(run("fault lost-irq chiplet=2"), "ok");
+    EXPECT_EQ(status()["lost_irq_armed"], "4");
+    const std::uint64_t irqs = h.irq_count(RBLN_FW_IRQ_RING);
+    const std::uint64_t s = t.submit(2, signal_job(0, 7));
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(2).done_seqno) == s; }));
+    // Not at once, and not after the holdoff either.
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(h.irq_count(RBLN_FW_IRQ_RING), irqs);
+    EXPECT_EQ(t.host_u64(0), 7U);
+    auto s2 = status();
+    EXPECT_EQ(s2["injected_lost_irqs"], "1");
+    EXPECT_EQ(s2["lost_irq_armed"], "0");
+    // The record is there for a host that looks; the next job interrupts.
+    const auto cpl = h.pop_job_cpl(2);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, s);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.status(2, signal_job(8, 8)), RBLN_FW_JOB_OK);
+    EXPECT_TRUE(eventually([&] { return h.irq_count(RBLN_FW_IRQ_RING) == irqs + 1; }));
+}
+
 TEST_F(RingFaults, FaultClearDisarmsPendingDmaErrorsAndCorruptions) {
     EXPECT_EQ(run("fault dma-error chiplet=0"), "ok");
     EXPECT_EQ(run("fault corrupt-cpl chiplet=1"), "ok");
+    EXPECT_EQ(run("fault lost-irq chiplet=2"), "ok");
     EXPECT_EQ(run("fault clear"), "ok");
+    EXPECT_EQ(status()["lost_irq_armed"], "0");
     CmdBuf cb;
     cb.fill(TestCard::kVaHost, 8, 1, 1);
     EXPECT_EQ(t.status(0, cb), RBLN_FW_JOB_OK);
@@ -202,7 +226,7 @@ TEST_F(RingFaults, RingFaultCommandsValidateTheirChiplet) {
     for (const char* line :
          {"fault hang", "fault hang chiplet=4", "fault hang chiplet=x", "fault hang chip=1",
           "fault hang chiplet=-1", "fault dma-error chiplet=1 extra=2", "fault corrupt-cpl 1",
-          "fault dma-error"}) {
+          "fault dma-error", "fault lost-irq", "fault lost-irq chiplet=9"}) {
         const std::string reply = run(line);
         EXPECT_EQ(reply.rfind("error ", 0), 0U) << line << " -> " << reply;
     }
@@ -210,13 +234,14 @@ TEST_F(RingFaults, RingFaultCommandsValidateTheirChiplet) {
     EXPECT_EQ(s.at("hung"), "0");
     EXPECT_EQ(s.at("dma_error_armed"), "0");
     EXPECT_EQ(s.at("corrupt_cpl_armed"), "0");
+    EXPECT_EQ(s.at("lost_irq_armed"), "0");
 }
 
 TEST_F(RingFaults, HelpNamesTheRingFaultsAndTheirArguments) {
     const std::string reply = run("help");
-    for (const char* word :
-         {"hang", "dma-error", "corrupt-cpl", "fault_args=", "hang:chiplet=N",
-          "dma-error:chiplet=N", "corrupt-cpl:chiplet=N", "fw-fault:[code=N]:[reason=TEXT...]"})
+    for (const char* word : {"hang", "dma-error", "corrupt-cpl", "lost-irq", "lost-irq:chiplet=N",
+                             "fault_args=", "hang:chiplet=N", "dma-error:chiplet=N",
+                             "corrupt-cpl:chiplet=N", "fw-fault:[code=N]:[reason=TEXT...]"})
         EXPECT_NE(reply.find(word), std::string::npos) << word << " in " << reply;
 }
 

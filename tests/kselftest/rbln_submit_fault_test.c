@@ -17,6 +17,9 @@
  *  - dma-error: the job fails with -EIO, no ring reset, the next succeeds;
  *  - corrupt-cpl: the job whose completion was corrupted ends (it cannot
  *    be matched) with -ETIMEDOUT through a ring reset, the next succeeds;
+ *  - lost-irq: the job's record is written but its interrupt never comes:
+ *    the job succeeds once the timeout handler finds the record, with a
+ *    warning and without a ring reset, and the next job succeeds;
  *  - fw-fault with recovery=Y (the default): the card recovers by itself
  *    (state uevents fault, resetting, ready; card_resets + 1), the job it
  *    lost fails with -EIO, the same file and queue run the next job;
@@ -451,6 +454,60 @@ TEST_F_TIMEOUT(flt, corrupt_completion_recovers_through_a_ring_reset, 120)
 	if (!self->ready)
 		return;
 	injected(_metadata, self, "corrupt-cpl", -ETIMEDOUT, true, true);
+}
+
+TEST_F_TIMEOUT(flt, lost_interrupt_completes_the_job_at_the_timeout_without_reset,
+	       120)
+{
+	__u64 before[RBLN_MAX_CHIPLETS], s = 0, *d;
+	__u32 v, q;
+	__s32 je = 1;
+	char cmd[64];
+	int kfd;
+
+	if (!self->ready)
+		return;
+	v = victim(self);
+	d = (__u64 *)self->data.map;
+	for (__u32 c = 0; c < self->dev.chiplet_count; c++)
+		before[c] = ring_resets(_metadata, self, c);
+	q = rbln_new_queue(_metadata, self->fd, 1u << v);
+	memset(self->data.map, 0, 4096);
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
+
+	snprintf(cmd, sizeof(cmd), "fault lost-irq chiplet=%u", v);
+	emu_fault(_metadata, self, cmd);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va, 1, 0);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, q, &self->cb,
+				     &self->data.handle, 1, &s));
+	ASSERT_EQ(0, rbln_wait_job(self->fd, q, s, 3 * self->timeout_ms + 10000,
+				   &je));
+	EXPECT_EQ(0, je) TH_LOG("job error %d (%s)", je, strerror(-je));
+	EXPECT_EQ(1, d[0]);
+
+	rbln_sleep_ms(200);
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	EXPECT_EQ(1, rbln_count_lines(self->klog, "no completion interrupt came",
+				      NULL, NULL))
+	TH_LOG("kernel log:\n%s", self->klog);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "did not complete", NULL,
+				      NULL))
+	TH_LOG("kernel log:\n%s", self->klog);
+	for (__u32 c = 0; c < self->dev.chiplet_count; c++) {
+		__u64 now = ring_resets(_metadata, self, c);
+
+		EXPECT_EQ(before[c], now)
+		TH_LOG("chiplet %u: a ring reset for a lost interrupt", c);
+	}
+
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 2, 0);
+	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
+			   &self->data.handle, 1, "after the lost interrupt");
+	EXPECT_EQ(2, d[1]);
 }
 
 /* Waits up to @ms for sysfs state of @bdf to read @want. */

@@ -160,6 +160,7 @@ CardStats Card::stats() const {
     s.injected_hangs = r.hangs.load();
     s.injected_dma_errors = r.dma_errors.load();
     s.injected_corrupt_cpls = r.corrupt_cpls.load();
+    s.injected_lost_irqs = r.lost_irqs.load();
     for (unsigned i = 0; i < id_.layout.chiplets; i++) {
         const ChipletEngine& e = engines_.at(i);
         if (procs_.at(i))
@@ -167,6 +168,7 @@ CardStats Card::stats() const {
         s.hung |= e.hang.load() ? 1U << i : 0U;
         s.dma_error_armed |= e.dma_error.load() ? 1U << i : 0U;
         s.corrupt_cpl_armed |= e.corrupt_cpl.load() ? 1U << i : 0U;
+        s.lost_irq_armed |= e.lost_irq.load() ? 1U << i : 0U;
     }
     const MmuStats m = mmu_.stats();
     s.mmu_faults = m.faults;

@@ -104,9 +104,11 @@ struct CardStats {
     std::uint64_t injected_hangs = 0;        // `fault hang` commands
     std::uint64_t injected_dma_errors = 0;   // DMA errors that hit a packet
     std::uint64_t injected_corrupt_cpls = 0; // completions corrupted
+    std::uint64_t injected_lost_irqs = 0;    // job interrupts lost
     std::uint32_t hung = 0;                  // chiplet bit mask
     std::uint32_t dma_error_armed = 0;       // chiplet bit mask
     std::uint32_t corrupt_cpl_armed = 0;     // chiplet bit mask
+    std::uint32_t lost_irq_armed = 0;        // chiplet bit mask
 };
 
 class Card : private RingHost {
@@ -171,6 +173,10 @@ public:
     void inject_hang(unsigned chiplet);
     void inject_dma_error(unsigned chiplet);
     void inject_corrupt_cpl(unsigned chiplet);
+    // lost_irq: the next job interrupt the chiplet's ring raises (at once
+    // or after the holdoff) never reaches the host; the record is written
+    // as usual.
+    void inject_lost_irq(unsigned chiplet);
     void clear_ring_faults();
     // Interrupt holdoff of the command rings (0: off; default
     // kDefaultIrqHoldoff): see RingDeps::irq_holdoff_ns.

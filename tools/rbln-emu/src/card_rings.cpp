@@ -90,11 +90,18 @@ void Card::inject_corrupt_cpl(unsigned chiplet) {
     log_.info("chiplet %u: the next completion is corrupted (injected)", chiplet);
 }
 
+void Card::inject_lost_irq(unsigned chiplet) {
+    check_chiplet(chiplet, id_.layout.chiplets);
+    engines_.at(chiplet).lost_irq = true;
+    log_.info("chiplet %u: the next job interrupt is lost (injected)", chiplet);
+}
+
 void Card::clear_ring_faults() {
     for (ChipletEngine& e : engines_) {
         e.hang = false;
         e.dma_error = false;
         e.corrupt_cpl = false;
+        e.lost_irq = false;
     }
     kick_rings();
 }

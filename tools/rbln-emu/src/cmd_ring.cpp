@@ -217,9 +217,18 @@ bool CommandProcessor::idle_with_irq_owed() {
     // no host barrier for the guest's) and is raised now.
     if (host_read(ctrl_->cpl_head) != cpl_tail_) {
         deps_.counters.irqs_backstop++;
-        deps_.host.ring_irq();
+        raise_job_irq();
     }
     return true;
+}
+
+void CommandProcessor::raise_job_irq() {
+    if (deps_.chiplet.lost_irq.exchange(false)) {
+        deps_.counters.lost_irqs++;
+        deps_.log.info("ring %u: job interrupt lost (injected)", cfg_.index);
+        return;
+    }
+    deps_.host.ring_irq();
 }
 
 // --- the job loop -----------------------------------------------------------------
@@ -639,7 +648,7 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
                 // A host that lost the held-back interrupt never makes room.
                 irq_owed_ = false;
                 deps_.counters.irqs_backstop++;
-                deps_.host.ring_irq();
+                raise_job_irq();
             }
         }
         if (!wait_kick(backoff))
@@ -668,7 +677,7 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (host_read(ctrl_->cpl_head) == slot) {
             irq_owed_ = false;
-            deps_.host.ring_irq();
+            raise_job_irq();
         } else {
             irq_owed_ = true;
             deps_.counters.irqs_moderated++;

@@ -42,6 +42,7 @@ struct ChipletEngine {
     std::atomic<bool> hang{false};        // take no job, write no completion
     std::atomic<bool> dma_error{false};   // the next DMA packet fails
     std::atomic<bool> corrupt_cpl{false}; // the next completion is garbage, then a hang
+    std::atomic<bool> lost_irq{false};    // the next job interrupt raised never arrives
     std::atomic<std::uint64_t> busy_ns{0};
 };
 
@@ -60,6 +61,7 @@ struct RingCounters {
     std::atomic<std::uint64_t> hangs{0};          // injected hangs that held a ring
     std::atomic<std::uint64_t> dma_errors{0};     // injected DMA errors consumed
     std::atomic<std::uint64_t> corrupt_cpls{0};   // injected corruptions consumed
+    std::atomic<std::uint64_t> lost_irqs{0};      // injected lost interrupts consumed
 };
 
 // Wakes waiters when memory a WAIT watches may have changed.
@@ -157,6 +159,8 @@ private:
     // if none came and records are still unread, raises the interrupt.
     // false when stopped.
     bool idle_with_irq_owed();
+    // Raises the ring's job interrupt (unless an injected fault loses it).
+    void raise_job_irq();
     [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_acquire); }
     Outcome execute(const Job& job, Mmu::Port& port);
     PacketResult packet(std::uint8_t op, std::uint8_t flags, std::uint32_t offset,

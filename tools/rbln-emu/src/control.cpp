@@ -136,6 +136,8 @@ std::string status_reply(const Card& card) {
     }
     r += " ring_irqs_moderated=" + std::to_string(s.ring_irqs_moderated);
     r += " ring_irqs_backstop=" + std::to_string(s.ring_irqs_backstop);
+    r += " lost_irq_armed=" + std::to_string(s.lost_irq_armed);
+    r += " injected_lost_irqs=" + std::to_string(s.injected_lost_irqs);
     return r;
 }
 
@@ -264,6 +266,11 @@ std::string fault_corrupt_cpl(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
+std::string fault_lost_irq(Card& card, const CommandLine& cl) {
+    card.inject_lost_irq(fault_chiplet(card, cl));
+    return "ok";
+}
+
 std::uint32_t fault_code_value(std::string_view v) {
     struct Named {
         std::string_view name;
@@ -315,14 +322,15 @@ std::string fault_fw_fault(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
-const std::array<FaultKind, 6>& faults() {
-    static const std::array<FaultKind, 6> kFaults{{
+const std::array<FaultKind, 7>& faults() {
+    static const std::array<FaultKind, 7> kFaults{{
         {"no-response", "fault no-response", fault_no_response},
         {"fw-fault", "fault fw-fault [code=N] [reason=TEXT...]", fault_fw_fault},
         {"clear", "fault clear", fault_clear},
         {"hang", "fault hang chiplet=N", fault_hang},
         {"dma-error", "fault dma-error chiplet=N", fault_dma_error},
         {"corrupt-cpl", "fault corrupt-cpl chiplet=N", fault_corrupt_cpl},
+        {"lost-irq", "fault lost-irq chiplet=N", fault_lost_irq},
     }};
     return kFaults;
 }

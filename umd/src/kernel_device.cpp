@@ -15,6 +15,7 @@
 #include <xf86drm.h>
 
 #include "drm/rbln_accel.h"
+#include "error_text.hpp"
 #include "rbln/detail/unique_fd.hpp"
 
 namespace rbln {
@@ -50,8 +51,7 @@ std::uint32_t query(KernelInterface& kernel, std::uint32_t type, T& answer, std:
 }
 
 std::string errno_tag(int err) {
-    const char* name = strerrorname_np(err);
-    return std::string(" (") + (name != nullptr ? name : "errno " + std::to_string(err)) + ")";
+    return " (" + detail::errno_name(err) + ")";
 }
 
 // What @err means for @op, as "<meaning>", "<what to do>" (either may be

@@ -174,6 +174,7 @@ struct rbln_cmd_ring {
 	bool recovering;
 	u64 resets;
 	u64 bad_cpls;
+	u64 cpls_polled;		/* jobs retired by the watchdog's poll */
 	u64 busy_base;			/* busy_ns of the ring's earlier set-ups */
 
 	struct drm_gpu_scheduler sched;
@@ -500,6 +501,7 @@ u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring);
 int rbln_rings_init(struct rbln_device *rdev);
 void rbln_rings_irq(struct rbln_device *rdev);
 void rbln_ring_process(struct rbln_cmd_ring *ring);
+void rbln_rings_poll(struct rbln_device *rdev);
 
 /* rbln_queue.c */
 int rbln_ioctl_queue_create(struct drm_device *drm, void *data,

@@ -142,8 +142,10 @@ static void rbln_ring_retire(struct rbln_cmd_ring *ring, struct rbln_job *job,
  * rbln_fw_cmd.md), so the host publishes cpl_head and then looks at the
  * next record once more (a full barrier in between): either it sees the
  * record, or the card sees the new cpl_head and raises the vector.
+ * @polled: called by the watchdog's poll, not for an interrupt (the jobs it
+ * retires are counted in cpls_polled).
  */
-void rbln_ring_process(struct rbln_cmd_ring *ring)
+static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 {
 	struct rbln_device *rdev = ring->rdev;
 	unsigned long flags;
@@ -193,12 +195,32 @@ void rbln_ring_process(struct rbln_cmd_ring *ring)
 			job->vm->flags |= RBLN_VM_FAULTED;
 			spin_unlock(&job->vm->fault_lock);
 		}
+		if (polled)	/* counted before a waiter can look */
+			ring->cpls_polled++;
 		rbln_ring_retire(ring, job, rbln_job_status_errno(cpl.status),
 				 cpl.start_ns, cpl.end_ns);
 	}
 	if (unpublished)	/* the ring went down meanwhile */
 		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
 	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+void rbln_ring_process(struct rbln_cmd_ring *ring)
+{
+	__rbln_ring_process(ring, false);
+}
+
+/*
+ * Watchdog (every 500 ms, module parameter ring_poll): completions whose
+ * interrupt was lost, or is still on its way, are consumed here.  Safe at
+ * any time, as the interrupt handler is.
+ */
+void rbln_rings_poll(struct rbln_device *rdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < rdev->ring_count; i++)
+		__rbln_ring_process(&rdev->rings[i], true);
 }
 
 /*

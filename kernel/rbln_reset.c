@@ -32,6 +32,11 @@ MODULE_PARM_DESC(heartbeat_timeout_ms,
 
 #define RBLN_WATCHDOG_PERIOD_MS	500
 
+static bool rbln_ring_poll = true;
+module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
+MODULE_PARM_DESC(ring_poll,
+		 "The 500 ms watchdog also reads the command rings' completions, so a job whose interrupt was lost completes within about 500 ms (default on; off: at job_timeout_ms)");
+
 static bool rbln_recovery = true;
 module_param_named(recovery, rbln_recovery, bool, 0644);
 MODULE_PARM_DESC(recovery,
@@ -165,6 +170,8 @@ static void rbln_watchdog_work(struct work_struct *work)
 			       "firmware heartbeat stopped");
 		rdev->wd_stamp = now;
 	}
+	if (READ_ONCE(rbln_ring_poll))
+		rbln_rings_poll(rdev);
 	schedule_delayed_work(&rdev->watchdog,
 			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
 	drm_dev_exit(idx);

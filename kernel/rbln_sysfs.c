@@ -275,7 +275,26 @@ static ssize_t ring_resets_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%llu\n", n);
 }
 
+/*
+ * ring_cpls_polled: jobs of this chiplet's ring that the driver's 500 ms
+ * poll completed before any interrupt did: completion interrupts that were
+ * lost, or (rarely) still on their way.
+ */
+static ssize_t ring_cpls_polled_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	struct rbln_sysfs_node *node = to_node(kobj);
+	struct rbln_device *rdev = node->rdev;
+	u64 n = 0;
+
+	if (node->chiplet < rdev->ring_count)
+		n = READ_ONCE(rdev->rings[node->chiplet].cpls_polled);
+	return sysfs_emit(buf, "%llu\n", n);
+}
+
 static struct kobj_attribute rbln_attr_busy_ns = __ATTR_RO(busy_ns);
+static struct kobj_attribute rbln_attr_ring_cpls_polled =
+	__ATTR_RO(ring_cpls_polled);
 static struct kobj_attribute rbln_attr_ring_resets = __ATTR_RO(ring_resets);
 static struct kobj_attribute rbln_attr_hbm_used_bytes = __ATTR_RO(hbm_used_bytes);
 static struct kobj_attribute rbln_attr_hbm_largest_free_bytes =
@@ -288,6 +307,7 @@ static struct attribute *rbln_chiplet_attrs[] = {
 	&rbln_attr_hbm_largest_free_bytes.attr,
 	&rbln_attr_busy_ns.attr,
 	&rbln_attr_ring_resets.attr,
+	&rbln_attr_ring_cpls_polled.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(rbln_chiplet);

@@ -18,14 +18,16 @@
  *  - corrupt-cpl: the job whose completion was corrupted ends (it cannot
  *    be matched) with -ETIMEDOUT through a ring reset, the next succeeds;
  *  - lost-irq: the job's record is written but its interrupt never comes:
- *    the job succeeds once the timeout handler finds the record, with a
- *    warning and without a ring reset, and the next job succeeds;
+ *    the driver's 500 ms poll completes the job (ring_cpls_polled + 1), or
+ *    with ring_poll=N the timeout handler finds the record (a warning); no
+ *    ring reset either way, and the next job succeeds;
  *  - fw-fault with recovery=Y (the default): the card recovers by itself
  *    (state uevents fault, resetting, ready; card_resets + 1), the job it
  *    lost fails with -EIO, the same file and queue run the next job;
  *  - fw-fault with recovery=N: the card stays faulted, the job in flight
  *    still ends, unbind + bind recovers and a new file runs jobs.
- * The teardown clears faults, sets recovery=Y and binds every card back.
+ * The teardown clears faults, sets recovery=Y and ring_poll=Y and binds
+ * every card back.
  *
  * job_timeout_ms is read from /sys/module/rbln/parameters; the VM tier
  * loads rbln with job_timeout_ms=2000 so the hang cases take seconds.
@@ -86,6 +88,7 @@ FIXTURE_TEARDOWN_PARENT(flt)
 	int failed;
 
 	rbln_write_file("/sys/module/rbln/parameters/recovery", "Y");
+	rbln_write_file("/sys/module/rbln/parameters/ring_poll", "Y");
 	for (int i = 0; i < self->count; i++) {
 		if (self->nodes[i].card < 0)
 			continue;
@@ -456,18 +459,34 @@ TEST_F_TIMEOUT(flt, corrupt_completion_recovers_through_a_ring_reset, 120)
 	injected(_metadata, self, "corrupt-cpl", -ETIMEDOUT, true, true);
 }
 
-TEST_F_TIMEOUT(flt, lost_interrupt_completes_the_job_at_the_timeout_without_reset,
-	       120)
+static __u64 cpls_polled(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(flt) * self, __u32 chiplet)
 {
-	__u64 before[RBLN_MAX_CHIPLETS], s = 0, *d;
+	__u64 v = ~0ull;
+
+	EXPECT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, chiplet,
+					    "ring_cpls_polled", &v));
+	return v;
+}
+
+/*
+ * A job whose completion interrupt is lost: with @poll the driver's poll
+ * completes it (ring_cpls_polled + 1, no warning), without it the timeout
+ * handler (the warning, ring_cpls_polled unchanged); no ring reset.
+ */
+static void lost_interrupt(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(flt) * self, bool poll)
+{
+	__u64 before[RBLN_MAX_CHIPLETS], s = 0, *d, polled0;
 	__u32 v, q;
 	__s32 je = 1;
 	char cmd[64];
 	int kfd;
 
-	if (!self->ready)
-		return;
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/ring_poll",
+				     poll ? "Y" : "N"));
 	v = victim(self);
+	polled0 = cpls_polled(_metadata, self, v);
 	d = (__u64 *)self->data.map;
 	for (__u32 c = 0; c < self->dev.chiplet_count; c++)
 		before[c] = ring_resets(_metadata, self, c);
@@ -486,12 +505,14 @@ TEST_F_TIMEOUT(flt, lost_interrupt_completes_the_job_at_the_timeout_without_rese
 				   &je));
 	EXPECT_EQ(0, je) TH_LOG("job error %d (%s)", je, strerror(-je));
 	EXPECT_EQ(1, d[0]);
+	EXPECT_EQ(polled0 + poll, cpls_polled(_metadata, self, v));
 
 	rbln_sleep_ms(200);
 	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
 	close(kfd);
-	EXPECT_EQ(1, rbln_count_lines(self->klog, "no completion interrupt came",
-				      NULL, NULL))
+	EXPECT_EQ(!poll, rbln_count_lines(self->klog,
+					  "no completion interrupt came", NULL,
+					  NULL))
 	TH_LOG("kernel log:\n%s", self->klog);
 	EXPECT_EQ(0, rbln_count_lines(self->klog, "did not complete", NULL,
 				      NULL))
@@ -508,6 +529,23 @@ TEST_F_TIMEOUT(flt, lost_interrupt_completes_the_job_at_the_timeout_without_rese
 	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
 			   &self->data.handle, 1, "after the lost interrupt");
 	EXPECT_EQ(2, d[1]);
+	EXPECT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/ring_poll",
+				     "Y"));
+}
+
+TEST_F_TIMEOUT(flt, lost_interrupt_is_completed_by_the_poll_without_reset, 120)
+{
+	if (!self->ready)
+		return;
+	lost_interrupt(_metadata, self, true);
+}
+
+TEST_F_TIMEOUT(flt, lost_interrupt_completes_the_job_at_the_timeout_without_reset,
+	       120)
+{
+	if (!self->ready)
+		return;
+	lost_interrupt(_metadata, self, false);
 }
 
 /* Waits up to @ms for sysfs state of @bdf to read @want. */

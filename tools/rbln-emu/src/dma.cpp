@@ -9,6 +9,10 @@
 #include <map>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace rbln::emu::dma {
 
 static_assert(std::endian::native == std::endian::little, "FILL patterns are little endian");
@@ -33,9 +37,56 @@ bool cancelled(const Cancel* cancel) {
     return cancel != nullptr && cancel->load(std::memory_order_relaxed);
 }
 
+// Copies @n bytes with stores that bypass the CPU caches (what a DMA
+// engine's writes do to the host's caches).  Only for non-overlapping
+// pieces; the caller fences once after the last one.
+void stream(std::byte* dst, const std::byte* src, std::size_t n) {
+#if defined(__SSE2__)
+    constexpr std::size_t kVec = 16;
+    constexpr std::size_t kLine = 64;
+    const std::size_t head =
+        std::min(n, (kVec - reinterpret_cast<std::uintptr_t>(dst) % kVec) % kVec);
+    std::memcpy(dst, src, head);
+    std::size_t i = head;
+    for (; i + kLine <= n; i += kLine) {
+        const auto* s = reinterpret_cast<const __m128i*>(src + i);
+        auto* d = reinterpret_cast<__m128i*>(dst + i);
+        const __m128i a = _mm_loadu_si128(s);
+        const __m128i b = _mm_loadu_si128(s + 1);
+        const __m128i c = _mm_loadu_si128(s + 2);
+        const __m128i e = _mm_loadu_si128(s + 3);
+        _mm_stream_si128(d, a);
+        _mm_stream_si128(d + 1, b);
+        _mm_stream_si128(d + 2, c);
+        _mm_stream_si128(d + 3, e);
+    }
+    std::memcpy(dst + i, src + i, n - i);
+#else
+    std::memcpy(dst, src, n);
+#endif
+}
+
+void stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
 // memmove in steps (the direction memmove itself would take), so a long
-// copy can be stopped.
+// copy can be stopped; a large one between apart ranges bypasses the caches
+// (memmove would, were it not cut into steps).
 bool move(std::byte* dst, const std::byte* src, std::size_t n, const Cancel* cancel) {
+    if (n >= kStreamThreshold && (dst + n <= src || src + n <= dst)) {
+        for (std::size_t done = 0; done < n; done += kStep) {
+            if (cancelled(cancel)) {
+                stream_fence();
+                return false;
+            }
+            stream(dst + done, src + done, std::min(kStep, n - done));
+        }
+        stream_fence();
+        return true;
+    }
     if (n <= kStep || cancel == nullptr) {
         std::memmove(dst, src, n);
         return true;
@@ -177,7 +228,34 @@ bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
         since_check += s.n;
         return move(s.dst, s.src, s.n, cancel);
     };
-    if (!overlap(dst, src) || order_works(segs.begin(), segs.end())) {
+    const bool apart = !overlap(dst, src);
+    if (apart) {
+        std::size_t total = 0;
+        for (const Segment& s : segs)
+            total += s.n;
+        if (total >= kStreamThreshold) {
+            // Thousands of page-sized pieces: each too small for memcpy
+            // to bypass the caches itself, as it does for one large copy.
+            for (const Segment& s : segs) {
+                for (std::size_t done = 0; done < s.n;) {
+                    if (since_check >= kStep) {
+                        since_check = 0;
+                        if (cancelled(cancel)) {
+                            stream_fence();
+                            return false;
+                        }
+                    }
+                    const std::size_t c = std::min(kStep, s.n - done);
+                    stream(s.dst + done, s.src + done, c);
+                    since_check += c;
+                    done += c;
+                }
+            }
+            stream_fence();
+            return true;
+        }
+    }
+    if (apart || order_works(segs.begin(), segs.end())) {
         for (const Segment& s : segs) {
             if (!run(s))
                 return false;

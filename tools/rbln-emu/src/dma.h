@@ -4,6 +4,7 @@
 // memcpy/memmove/memset of whole pieces, never byte by byte.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,13 @@ bool overlap(const std::vector<HostSpan>& a, const std::vector<HostSpan>& b);
 // `cancel` was set meanwhile (some bytes may have moved).
 bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
           const Cancel* cancel = nullptr);
+
+// Copies of this many bytes or more, source and destination apart, write
+// with stores that bypass the CPU caches, as a DMA engine's writes do not
+// pass through them (and as glibc's memcpy does for one large copy, which a
+// copy over thousands of page spans never is).  Smaller copies use memcpy
+// and leave their result in the cache for whoever reads it next.
+inline constexpr std::size_t kStreamThreshold = 4ULL << 20;
 
 // Repeats the low `pattern_bytes` (1, 2, 4 or 8) bytes of `pattern`, little
 // endian, over `dst`, the first byte of dst getting the pattern's byte 0.

@@ -23,10 +23,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rbln/allocator.hpp"
@@ -78,6 +80,32 @@ std::map<std::string, Figure>& results() {
     return r;
 }
 
+// "" while the process has one thread, "2t:" once the parked thread runs.
+std::string& key_prefix() {
+    static std::string p;
+    return p;
+}
+
+// A second thread, parked until exit: from its start on glibc's malloc
+// takes its arena lock and librbln's allocator its mutex (with one thread
+// both skip them).
+class Parked {
+public:
+    Parked() : thread_([done = stop_.get_future()] { done.wait(); }) {}
+    Parked(const Parked&) = delete;
+    Parked& operator=(const Parked&) = delete;
+    Parked(Parked&&) = delete;
+    Parked& operator=(Parked&&) = delete;
+    ~Parked() {
+        stop_.set_value();
+        thread_.join();
+    }
+
+private:
+    std::promise<void> stop_;
+    std::thread thread_;
+};
+
 template <typename Pair> void measure(benchmark::State& state, const std::string& key, Pair pair) {
     std::vector<double> per_pair;
     per_pair.reserve(1 << 16);
@@ -96,7 +124,7 @@ template <typename Pair> void measure(benchmark::State& state, const std::string
         f.p50 = per_pair[per_pair.size() / 2];
         f.p99 = per_pair[std::min(per_pair.size() - 1, per_pair.size() * 99 / 100)];
     }
-    results()[key] = f;
+    results()[key_prefix() + key] = f;
     state.counters["p50_ns"] = f.p50;
     state.counters["p99_ns"] = f.p99;
     state.SetItemsProcessed(state.iterations() * kBatch);
@@ -176,20 +204,45 @@ BENCHMARK(cached_pair)->Apply(sizes);
 BENCHMARK(cached_pair_4chiplets)->Apply(sizes);
 BENCHMARK(cached_pair_live)->Apply(sizes);
 
-void summary() {
-    auto& r = results();
-    std::printf("\nallocator: cached alloc+free pair, ns per pair (p50 / p99 over batches of %d)\n",
-                kBatch);
+// The same with a second thread alive (registered last: they run after the
+// ones above, which therefore see a process of one thread).
+template <void (*Run)(benchmark::State&)> void two_threads(benchmark::State& state) {
+    static const Parked parked;
+    key_prefix() = "2t:";
+    Run(state);
+}
+BENCHMARK_TEMPLATE(two_threads, glibc_pair)->Apply(sizes);
+BENCHMARK_TEMPLATE(two_threads, cached_pair)->Apply(sizes);
+BENCHMARK_TEMPLATE(two_threads, cached_pair_4chiplets)->Apply(sizes);
+BENCHMARK_TEMPLATE(two_threads, cached_pair_live)->Apply(sizes);
+
+void summary(const char* mode, const std::string& pre) {
+    const auto& r = results();
+    // The figure of "<pre><kind>/<size name>", if measured.
+    auto find = [&](const char* kind, const std::string& n) -> std::optional<Figure> {
+        std::string key = pre;
+        key.append(kind).append("/").append(n);
+        const auto it = r.find(key);
+        if (it == r.end())
+            return std::nullopt;
+        return it->second;
+    };
+    std::printf("\nallocator, %s: cached alloc+free pair, ns per pair (p50 / p99 over batches of "
+                "%d)\n",
+                mode, kBatch);
     std::printf("%-7s %17s %17s %17s %10s %10s %10s\n", "size", "glibc", "empty pool", "100k live",
                 "emp/glibc", "live/emp", "targets");
     bool all = true;
     for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
         const std::string n = size_name(s);
-        if (!r.count("glibc/" + n) || !r.count("empty/" + n) || !r.count("live/" + n))
+        const std::optional<Figure> gf = find("glibc", n);
+        const std::optional<Figure> ef = find("empty", n);
+        const std::optional<Figure> lf = find("live", n);
+        if (!gf || !ef || !lf)
             continue;
-        const Figure g = r["glibc/" + n];
-        const Figure e = r["empty/" + n];
-        const Figure l = r["live/" + n];
+        const Figure g = *gf;
+        const Figure e = *ef;
+        const Figure l = *lf;
         const double vs_glibc = e.p50 / g.p50;
         const double live_ratio = l.p50 / e.p50;
         const bool small = s <= 64 * KiB;
@@ -206,15 +259,18 @@ void summary() {
     }
     for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
         const std::string n = size_name(s);
-        if (!r.count("glibc/" + n) || !r.count("four/" + n))
+        const std::optional<Figure> gf = find("glibc", n);
+        const std::optional<Figure> ff = find("four", n);
+        if (!gf || !ff)
             continue;
-        const Figure g = r["glibc/" + n];
-        const Figure f = r["four/" + n];
+        const Figure g = *gf;
+        const Figure f = *ff;
         std::printf("%-7s empty pool of a 4-chiplet device: %.1f / %.1f ns, %.3f x glibc\n",
                     n.c_str(), f.p50, f.p99, f.p50 / g.p50);
     }
-    std::printf("targets: p50 <= 2x glibc, < 100 ns up to 64 KiB, 100k live <= 2x empty: %s\n",
-                all ? "all met" : "not all met");
+    std::printf("targets (%s): p50 <= 2x glibc, < 100 ns up to 64 KiB, 100k live <= 2x empty: "
+                "%s\n",
+                mode, all ? "all met" : "not all met");
 }
 
 } // namespace
@@ -225,6 +281,7 @@ int main(int argc, char** argv) {
         return 1;
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
-    summary();
+    summary("one thread", "");
+    summary("a second thread alive", "2t:");
     return 0;
 }

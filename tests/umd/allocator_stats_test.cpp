@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -211,6 +213,40 @@ TEST(AllocatorStats, TheDevicePeakIsTheJointPeakNotTheSumOfChipletPeaks) {
     EXPECT_EQ(a->max_memory_reserved(), 42 * MiB);
     (void)y;
     (void)z;
+}
+
+// With one thread the allocator skips its mutex (as glibc's malloc does);
+// with several it must take it: four threads at once leave exact counts.
+TEST(AllocatorStats, ThreadsAllocatingAndFreeingAtOnceLeaveExactCounts) {
+    std::vector<std::shared_ptr<FakeHbm>> hbm;
+    auto a = fake_allocator(hbm, 2);
+    constexpr int kThreads = 4;
+    constexpr int kAllocs = 20000;
+    constexpr std::array<std::uint64_t, 4> kSizes{512, 64 * KiB, 3 * MiB, 512 * KiB + 7};
+    std::vector<std::thread> threads;
+    threads.reserve(kThreads);
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&a, &kSizes, t] {
+            std::vector<DeviceBlock> held;
+            for (int i = 0; i < kAllocs; i++) {
+                held.push_back(a->allocate(kSizes[static_cast<std::size_t>(i + t) % kSizes.size()],
+                                           0, static_cast<unsigned>(i % 2)));
+                if (held.size() > 8)
+                    held.erase(held.begin());
+            }
+        });
+    }
+    for (std::thread& t : threads)
+        t.join();
+    const MemoryStats m = a->memory_stats();
+    EXPECT_EQ(m.at("allocation.all.current"), 0);
+    EXPECT_EQ(m.at("allocation.all.allocated"), kThreads * kAllocs);
+    EXPECT_EQ(m.at("allocation.all.freed"), kThreads * kAllocs);
+    EXPECT_EQ(m.at("active.all.current"), 0);
+    EXPECT_EQ(m.at("allocated_bytes.all.allocated"), m.at("allocated_bytes.all.freed"));
+    EXPECT_EQ(m.at("requested_bytes.all.current"), 0);
+    EXPECT_EQ(m.at("inactive_split.all.current"), 0) << "every split block merged back";
+    EXPECT_EQ(a->memory_allocated(), 0u);
 }
 
 TEST(AllocatorStats, PerChipletKeysCarryTheNpuAndChipletPrefix) {

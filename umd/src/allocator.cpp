@@ -17,6 +17,11 @@
 #include <set>
 #include <tuple>
 
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define RBLN_HAVE_SINGLE_THREADED 1
+#endif
+
 #include "drm/rbln_accel.h"
 #include "rbln/allocator.hpp"
 
@@ -26,6 +31,43 @@ namespace detail {
 
 struct Pool;
 struct Block;
+
+/// The device mutex as allocate and free take it: not at all while the
+/// process has one thread, as glibc's malloc skips its arena lock then
+/// (__libc_single_threaded).  Only this thread could start another, and
+/// nothing done under the lock starts threads (librbln starts none; a
+/// SegmentProvider must not start one that uses this allocator while it
+/// runs), so no thread can run beside a section that went without the lock.
+/// Once a second thread exists every section takes the mutex: thread
+/// creation orders everything before it.
+class AllocLock {
+public:
+    explicit AllocLock(std::mutex& m) : mutex_(m) { lock(); }
+    ~AllocLock() { unlock(); }
+    AllocLock(const AllocLock&) = delete;
+    AllocLock& operator=(const AllocLock&) = delete;
+    AllocLock(AllocLock&&) = delete;
+    AllocLock& operator=(AllocLock&&) = delete;
+
+    void lock() {
+#ifdef RBLN_HAVE_SINGLE_THREADED
+        held_ = __libc_single_threaded == 0;
+#else
+        held_ = true;
+#endif
+        if (held_)
+            mutex_.lock();
+    }
+    void unlock() noexcept {
+        if (held_)
+            mutex_.unlock();
+        held_ = false;
+    }
+
+private:
+    std::mutex& mutex_;
+    bool held_ = false;
+};
 
 namespace {
 
@@ -104,13 +146,13 @@ public:
 
     // ---- with the device mutex held --------------------------------------
 
-    Block* malloc(std::uint64_t size, StreamId stream, std::unique_lock<std::mutex>& lock);
-    void free(Block* block, std::unique_lock<std::mutex>& lock) noexcept;
+    Block* malloc(std::uint64_t size, StreamId stream, AllocLock& lock);
+    void free(Block* block, AllocLock& lock) noexcept;
     void record_stream(Block* block, std::shared_ptr<StreamFenceSource> source);
     /// PyTorch's release_cached_blocks (empty_cache, last OOM step).
-    void release_cached_blocks(std::unique_lock<std::mutex>& lock);
+    void release_cached_blocks(AllocLock& lock);
     /// At destruction: every cached segment back (pending fences waited for).
-    void release_all(std::unique_lock<std::mutex>& lock) noexcept;
+    void release_all(AllocLock& lock) noexcept;
     void set_fraction(double fraction) noexcept {
         allowed_max_ =
             static_cast<std::uint64_t>(fraction * static_cast<double>(provider_->capacity()));
@@ -289,7 +331,7 @@ private:
     void release_block(Block* b) noexcept;
     void release_blocks(Pool& pool) noexcept;
     void garbage_collect() noexcept;
-    void synchronize_and_free_events(std::unique_lock<std::mutex>& lock);
+    void synchronize_and_free_events(AllocLock& lock);
     bool should_split(const Block* b, std::uint64_t size) const noexcept;
     /// Hands out @b (in the pool, or a new segment that is not), split if
     /// worth it.
@@ -427,7 +469,7 @@ void ChipletAllocator::release_blocks(Pool& pool) noexcept {
     }
 }
 
-void ChipletAllocator::synchronize_and_free_events(std::unique_lock<std::mutex>& lock) {
+void ChipletAllocator::synchronize_and_free_events(AllocLock& lock) {
     count(&AllocatorStats::num_sync_all_streams);
     if (pending_count_.load() == 0)
         return;
@@ -457,13 +499,13 @@ void ChipletAllocator::synchronize_and_free_events(std::unique_lock<std::mutex>&
             free_block(b);
 }
 
-void ChipletAllocator::release_cached_blocks(std::unique_lock<std::mutex>& lock) {
+void ChipletAllocator::release_cached_blocks(AllocLock& lock) {
     synchronize_and_free_events(lock);
     release_blocks(large_);
     release_blocks(small_);
 }
 
-void ChipletAllocator::release_all(std::unique_lock<std::mutex>& lock) noexcept {
+void ChipletAllocator::release_all(AllocLock& lock) noexcept {
     try {
         synchronize_and_free_events(lock);
     } catch (...) { // NOLINT(bugprone-empty-catch)
@@ -587,8 +629,7 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
     return block;
 }
 
-Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream,
-                                std::unique_lock<std::mutex>& lock) {
+Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream, AllocLock& lock) {
     const std::uint64_t rounded = round(size);
     Pool& pool = is_small_request(rounded) ? small_ : large_;
     const Params p{rounded, segment_size_for(rounded), stream, &pool};
@@ -679,7 +720,7 @@ void ChipletAllocator::free_block(Block* b) {
     dec(&AllocatorStats::requested_bytes, t, requested);
 }
 
-void ChipletAllocator::free(Block* block, std::unique_lock<std::mutex>& lock) noexcept {
+void ChipletAllocator::free(Block* block, AllocLock& lock) noexcept {
     const StatType t = block->pool->type();
     block->allocated = false;
     dec(&AllocatorStats::allocation, t, 1);
@@ -993,7 +1034,7 @@ DeviceAllocator::DeviceAllocator(unsigned device_index, std::vector<AllocatorPla
 }
 
 DeviceAllocator::~DeviceAllocator() {
-    std::unique_lock<std::mutex> lock(mutex_);
+    detail::AllocLock lock(mutex_);
     for (auto& c : chiplets_)
         c->release_all(lock);
 }
@@ -1052,12 +1093,12 @@ DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream,
                     "a request of " + std::to_string(size) +
                         " bytes is larger than any device memory");
     c.process_events();
-    std::unique_lock<std::mutex> lock(mutex_);
+    detail::AllocLock lock(mutex_);
     return DeviceBlock(this, c.malloc(size, stream, lock));
 }
 
 void DeviceAllocator::free(detail::Block* block) noexcept {
-    std::unique_lock<std::mutex> lock(mutex_);
+    detail::AllocLock lock(mutex_);
     block->owner->free(block, lock);
 }
 
@@ -1075,7 +1116,7 @@ void DeviceAllocator::record_stream(const DeviceBlock& block,
 void DeviceAllocator::empty_cache() {
     for (auto& c : chiplets_)
         c->process_events();
-    std::unique_lock<std::mutex> lock(mutex_);
+    detail::AllocLock lock(mutex_);
     for (auto& c : chiplets_)
         c->release_cached_blocks(lock);
 }

@@ -114,7 +114,9 @@ struct Segment {
 };
 
 /// Where segments come from: HBM buffers of one chiplet (KernelSegmentProvider)
-/// or a fake in tests.  Called with the allocator's mutex held.
+/// or a fake in tests.  Called with the allocator's mutex held (skipped while
+/// the process has one thread: a provider must not start a thread that uses
+/// the allocator while it is called).
 class SegmentProvider {
 public:
     SegmentProvider() = default;

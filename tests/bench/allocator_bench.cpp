@@ -235,38 +235,33 @@ void summary(const char* mode, const std::string& pre) {
     bool all = true;
     for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
         const std::string n = size_name(s);
-        const std::optional<Figure> gf = find("glibc", n);
-        const std::optional<Figure> ef = find("empty", n);
-        const std::optional<Figure> lf = find("live", n);
-        if (!gf || !ef || !lf)
+        const auto g = find("glibc", n);
+        const auto e = find("empty", n);
+        const auto l = find("live", n);
+        if (!g || !e || !l)
             continue;
-        const Figure g = *gf;
-        const Figure e = *ef;
-        const Figure l = *lf;
-        const double vs_glibc = e.p50 / g.p50;
-        const double live_ratio = l.p50 / e.p50;
+        const double vs_glibc = e->p50 / g->p50;
+        const double live_ratio = l->p50 / e->p50;
         const bool small = s <= 64 * KiB;
-        const bool ok = vs_glibc <= 2.0 && live_ratio <= 2.0 && (!small || e.p50 < 100.0);
+        const bool ok = vs_glibc <= 2.0 && live_ratio <= 2.0 && (!small || e->p50 < 100.0);
         all = all && ok;
         char gb[32];
         char eb[32];
         char lb[32];
-        std::snprintf(gb, sizeof(gb), "%.1f / %.1f", g.p50, g.p99);
-        std::snprintf(eb, sizeof(eb), "%.1f / %.1f", e.p50, e.p99);
-        std::snprintf(lb, sizeof(lb), "%.1f / %.1f", l.p50, l.p99);
+        std::snprintf(gb, sizeof(gb), "%.1f / %.1f", g->p50, g->p99);
+        std::snprintf(eb, sizeof(eb), "%.1f / %.1f", e->p50, e->p99);
+        std::snprintf(lb, sizeof(lb), "%.1f / %.1f", l->p50, l->p99);
         std::printf("%-7s %17s %17s %17s %10.3f %10.3f %10s\n", n.c_str(), gb, eb, lb, vs_glibc,
                     live_ratio, ok ? "met" : "MISSED");
     }
     for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
         const std::string n = size_name(s);
-        const std::optional<Figure> gf = find("glibc", n);
-        const std::optional<Figure> ff = find("four", n);
-        if (!gf || !ff)
+        const auto g = find("glibc", n);
+        const auto f = find("four", n);
+        if (!g || !f)
             continue;
-        const Figure g = *gf;
-        const Figure f = *ff;
         std::printf("%-7s empty pool of a 4-chiplet device: %.1f / %.1f ns, %.3f x glibc\n",
-                    n.c_str(), f.p50, f.p99, f.p50 / g.p50);
+                    n.c_str(), f->p50, f->p99, f->p50 / g->p50);
     }
     std::printf("targets (%s): p50 <= 2x glibc, < 100 ns up to 64 KiB, 100k live <= 2x empty: "
                 "%s\n",

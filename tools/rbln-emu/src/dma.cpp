@@ -73,18 +73,15 @@ void stream_fence() {
 }
 
 // memmove in steps (the direction memmove itself would take), so a long
-// copy can be stopped; a large one between apart ranges bypasses the caches
-// (memmove would, were it not cut into steps).
-bool move(std::byte* dst, const std::byte* src, std::size_t n, const Cancel* cancel) {
-    if (n >= kStreamThreshold && (dst + n <= src || src + n <= dst)) {
+// copy can be stopped.  @nt: with stores that bypass the caches (ranges
+// apart only; the caller fences after its last piece).
+bool move(std::byte* dst, const std::byte* src, std::size_t n, const Cancel* cancel, bool nt) {
+    if (nt) {
         for (std::size_t done = 0; done < n; done += kStep) {
-            if (cancelled(cancel)) {
-                stream_fence();
+            if (cancelled(cancel))
                 return false;
-            }
             stream(dst + done, src + done, std::min(kStep, n - done));
         }
-        stream_fence();
         return true;
     }
     if (n <= kStep || cancel == nullptr) {
@@ -213,11 +210,30 @@ bool overlap(const std::vector<HostSpan>& a, const std::vector<HostSpan>& b) {
     return false;
 }
 
-bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
-          const Cancel* cancel) {
-    if (dst.size() == 1 && src.size() == 1)
-        return move(dst[0].data(), src[0].data(), std::min(dst[0].size(), src[0].size()), cancel);
+namespace {
+
+std::size_t total_bytes(const std::vector<Segment>& segs) {
+    std::size_t total = 0;
+    for (const Segment& s : segs)
+        total += s.n;
+    return total;
+}
+
+// copy() without the closing fence of its streamed stores.
+bool copy_unfenced(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
+                   const Cancel* cancel) {
+    if (dst.size() == 1 && src.size() == 1) {
+        std::byte* d = dst[0].data();
+        const std::byte* s = src[0].data();
+        const std::size_t n = std::min(dst[0].size(), src[0].size());
+        return move(d, s, n, cancel, n >= kStreamThreshold && (d + n <= s || s + n <= d));
+    }
     const std::vector<Segment> segs = segments(dst, src);
+    const bool apart = !overlap(dst, src);
+    // Pieces of a large copy apart from its source stream even when each is
+    // a page: too small for memcpy to bypass the caches itself, as it does
+    // for one large copy.
+    const bool nt = apart && total_bytes(segs) >= kStreamThreshold;
     std::size_t since_check = 0;
     auto run = [&](const Segment& s) {
         if (since_check >= kStep) {
@@ -226,35 +242,8 @@ bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
                 return false;
         }
         since_check += s.n;
-        return move(s.dst, s.src, s.n, cancel);
+        return move(s.dst, s.src, s.n, cancel, nt);
     };
-    const bool apart = !overlap(dst, src);
-    if (apart) {
-        std::size_t total = 0;
-        for (const Segment& s : segs)
-            total += s.n;
-        if (total >= kStreamThreshold) {
-            // Thousands of page-sized pieces: each too small for memcpy
-            // to bypass the caches itself, as it does for one large copy.
-            for (const Segment& s : segs) {
-                for (std::size_t done = 0; done < s.n;) {
-                    if (since_check >= kStep) {
-                        since_check = 0;
-                        if (cancelled(cancel)) {
-                            stream_fence();
-                            return false;
-                        }
-                    }
-                    const std::size_t c = std::min(kStep, s.n - done);
-                    stream(s.dst + done, s.src + done, c);
-                    since_check += c;
-                    done += c;
-                }
-            }
-            stream_fence();
-            return true;
-        }
-    }
     if (apart || order_works(segs.begin(), segs.end())) {
         for (const Segment& s : segs) {
             if (!run(s))
@@ -270,10 +259,7 @@ bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
         return true;
     }
     // The pieces alias in both directions: through a snapshot.
-    std::size_t total = 0;
-    for (const Segment& s : segs)
-        total += s.n;
-    std::vector<std::byte> snapshot(total);
+    std::vector<std::byte> snapshot(total_bytes(segs));
     std::size_t at = 0;
     for (const Segment& s : segs) {
         std::memcpy(snapshot.data() + at, s.src, s.n);
@@ -287,6 +273,15 @@ bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
         at += s.n;
     }
     return true;
+}
+
+} // namespace
+
+bool copy(const std::vector<HostSpan>& dst, const std::vector<HostSpan>& src,
+          const Cancel* cancel) {
+    const bool done = copy_unfenced(dst, src, cancel);
+    stream_fence();
+    return done;
 }
 
 bool fill(const std::vector<HostSpan>& dst, std::uint64_t pattern, unsigned pattern_bytes,

@@ -602,24 +602,62 @@ TEST(EndToEnd, LiveSocketOfAnotherEmulatorIsNotStolen) {
     EXPECT_EQ(ctl(emu.control, "status").status, 0);
 }
 
+// Leaves a socket file at `path` that nobody listens on (a crashed run).
+void leave_dead_socket(const std::string& path) {
+    const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)), 0);
+}
+
 TEST(EndToEnd, StaleSocketFileOfADeadRunIsReplaced) {
     TempDir dir;
     const std::string sock = dir.file("card0.sock");
-    {
-        // A socket file nobody listens on any more (a crashed run).
-        const UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
-        sockaddr_un sa{};
-        sa.sun_family = AF_UNIX;
-        std::memcpy(sa.sun_path, sock.c_str(), sock.size() + 1);
-        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)), 0);
-    }
+    leave_dead_socket(sock);
+    // Also the staging names of a run killed between bind() and rename().
+    leave_dead_socket(sock + ".new");
+    leave_dead_socket(sock + ".ctl.new");
     ASSERT_TRUE(fs::exists(sock));
     Child child({"--socket", sock, "--guest-ram", dir.file("ram"), "--guest-ram-size", "4M"},
                 dir.file("log"));
     ASSERT_TRUE(wait_until([&] { return fs::exists(sock + ".ctl"); }, 5s))
         << slurp(dir.file("log"));
     EXPECT_EQ(ctl(sock + ".ctl", "status").status, 0);
+    EXPECT_FALSE(fs::exists(sock + ".new"));
+    EXPECT_FALSE(fs::exists(sock + ".ctl.new"));
     child.signal(SIGINT);
     EXPECT_EQ(child.wait(5s), 0);
     EXPECT_FALSE(fs::exists(sock));
+}
+
+// rbln-vm and QEMU's chardev connect as soon as a socket file exists, so
+// the file must not appear before the socket listens.  The emulator runs
+// with a listen() that first sleeps 100 ms (LD_PRELOAD shim); the test
+// watches for the files without sleeping and connects the moment each
+// appears.
+TEST(EndToEnd, SocketsAcceptConnectionsFromTheMomentTheirFilesAppear) {
+    TempDir dir;
+    const std::string sock = dir.file("card0.sock");
+    const std::string ctl_path = sock + ".ctl";
+    ASSERT_EQ(::setenv("LD_PRELOAD", RBLN_SLOW_LISTEN, 1), 0);
+    Child child({"--socket", sock, "--guest-ram", dir.file("ram"), "--guest-ram-size", "4M"},
+                dir.file("log"));
+    ::unsetenv("LD_PRELOAD");
+    const auto spin_until_exists = [](const std::string& path) {
+        const auto end = std::chrono::steady_clock::now() + 5s;
+        while (!fs::exists(path) && std::chrono::steady_clock::now() < end) {
+        }
+        return fs::exists(path);
+    };
+    ASSERT_TRUE(spin_until_exists(sock)) << slurp(dir.file("log"));
+    {
+        FakeQemu q(sock, 4); // connects at once, gets the handshake
+        EXPECT_EQ(q.ctrl().magic, RBLN_FW_MAGIC);
+        ASSERT_TRUE(spin_until_exists(ctl_path)) << slurp(dir.file("log"));
+        const UniqueFd c = connect_unix(ctl_path);
+        ASSERT_TRUE(c.valid()) << std::strerror(errno);
+        EXPECT_EQ(ctl(ctl_path, "status").status, 0);
+    }
+    EXPECT_EQ(child.wait(5s), 0) << slurp(dir.file("log"));
 }

@@ -52,7 +52,15 @@ namespace {
 // Whether a socket is listening on `path`, from /proc/net/unix (flag
 // __SO_ACCEPTCON).  Asking this way, rather than by connecting, matters for
 // the ivshmem socket: its server takes any connection for QEMU.
+// The name a socket is bound under before it listens; renamed to the real
+// path afterwards (see the constructor).  /proc/net/unix keeps showing the
+// name given to bind(), so a live server of `path` appears under this one.
+std::string staging_path(const std::string& path) {
+    return path + ".new";
+}
+
 bool has_listener(const std::string& path) {
+    const std::string staged = staging_path(path);
     std::ifstream in("/proc/net/unix");
     std::string line;
     std::getline(in, line); // header
@@ -62,7 +70,8 @@ bool has_listener(const std::string& path) {
         if (!(fields >> num >> refs >> proto >> flags >> type >> state >> inode >> bound))
             continue;
         constexpr unsigned long kAcceptCon = 0x10000;
-        if (bound == path && (std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) != 0)
+        if ((bound == path || bound == staged) &&
+            (std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) != 0)
             return true;
     }
     return false;
@@ -84,10 +93,7 @@ ListeningSocket::ListeningSocket(const std::string& given, const std::string& wh
     : path_(bind_path(given)) {
     const std::string& path = path_;
     sockaddr_un sa{};
-    if (!fill_addr(given, sa))
-        throw std::runtime_error(what + ": path empty or longer than " +
-                                 std::to_string(sizeof(sa.sun_path) - 1) + " bytes");
-    if (!fill_addr(path, sa))
+    if (!fill_addr(given, sa) || !fill_addr(path, sa))
         throw std::runtime_error(what + ": path empty or longer than " +
                                  std::to_string(sizeof(sa.sun_path) - 1) + " bytes");
     struct stat st {};
@@ -98,18 +104,28 @@ ListeningSocket::ListeningSocket(const std::string& given, const std::string& wh
             throw std::runtime_error(what + ": " + path + " is in use by a running server");
         ::unlink(path.c_str()); // stale socket of a dead process
     }
+    // The socket file must not appear before listen(): a client that sees
+    // it (rbln-vm, QEMU's chardev) and connects in between would get
+    // ECONNREFUSED.  So bind under a staging name and rename it into place
+    // once listening; when that name does not fit sun_path, bind directly.
+    const std::string staged = staging_path(path);
+    sockaddr_un staged_sa{};
+    const bool staging = fill_addr(staged, staged_sa);
+    if (staging && ::lstat(staged.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && !has_listener(path))
+        ::unlink(staged.c_str()); // left by a process killed while starting
+    const std::string& bind_name = staging ? staged : path;
     fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_.valid())
         throw std::runtime_error(what + ": socket: " + std::strerror(errno));
-    if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0)
-        throw std::runtime_error(what + ": cannot bind " + path + ": " + std::strerror(errno));
-    bound_ = true;
-    if (::listen(fd_.get(), 8) != 0) {
+    if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(staging ? &staged_sa : &sa),
+               sizeof(sa)) != 0)
+        throw std::runtime_error(what + ": cannot bind " + bind_name + ": " + std::strerror(errno));
+    if (::listen(fd_.get(), 8) != 0 || (staging && ::rename(staged.c_str(), path.c_str()) != 0)) {
         const std::string err = std::strerror(errno);
-        ::unlink(path.c_str());
-        bound_ = false;
+        ::unlink(bind_name.c_str());
         throw std::runtime_error(what + ": cannot listen on " + path + ": " + err);
     }
+    bound_ = true;
 }
 
 ListeningSocket::~ListeningSocket() {

@@ -13,6 +13,8 @@ namespace rbln::emu {
 // A listening UNIX stream socket bound to a path; the path is unlinked on
 // destruction.  A stale socket file nobody listens on is replaced; a path
 // that a live server answers on, or that is not a socket, is an error.
+// The file appears only once the socket listens (bound as "<path>.new",
+// renamed after listen()), so a client may connect as soon as it sees it.
 class ListeningSocket {
 public:
     // `what` names the option for error messages (e.g. "--socket").

@@ -49,9 +49,6 @@ UniqueFd connect_unix(const std::string& path) {
 
 namespace {
 
-// Whether a socket is listening on `path`, from /proc/net/unix (flag
-// __SO_ACCEPTCON).  Asking this way, rather than by connecting, matters for
-// the ivshmem socket: its server takes any connection for QEMU.
 // The name a socket is bound under before it listens; renamed to the real
 // path afterwards (see the constructor).  /proc/net/unix keeps showing the
 // name given to bind(), so a live server of `path` appears under this one.
@@ -59,6 +56,10 @@ std::string staging_path(const std::string& path) {
     return path + ".new";
 }
 
+// Whether a socket is listening on `path` (under either name), from
+// /proc/net/unix (flag __SO_ACCEPTCON).  Asking this way, rather than by
+// connecting, matters for the ivshmem socket: its server takes any
+// connection for QEMU.
 bool has_listener(const std::string& path) {
     const std::string staged = staging_path(path);
     std::ifstream in("/proc/net/unix");
@@ -109,28 +110,26 @@ ListeningSocket::ListeningSocket(const std::string& given, const std::string& wh
     // ECONNREFUSED.  So bind under a staging name and rename it into place
     // once listening; when that name does not fit sun_path, bind directly.
     const std::string staged = staging_path(path);
-    sockaddr_un staged_sa{};
-    const bool staging = fill_addr(staged, staged_sa);
+    const bool staging = fill_addr(staged, sa);
+    if (!staging)
+        fill_addr(path, sa);
     if (staging && ::lstat(staged.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && !has_listener(path))
         ::unlink(staged.c_str()); // left by a process killed while starting
     const std::string& bind_name = staging ? staged : path;
     fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd_.valid())
         throw std::runtime_error(what + ": socket: " + std::strerror(errno));
-    if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(staging ? &staged_sa : &sa),
-               sizeof(sa)) != 0)
+    if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0)
         throw std::runtime_error(what + ": cannot bind " + bind_name + ": " + std::strerror(errno));
     if (::listen(fd_.get(), 8) != 0 || (staging && ::rename(staged.c_str(), path.c_str()) != 0)) {
         const std::string err = std::strerror(errno);
         ::unlink(bind_name.c_str());
         throw std::runtime_error(what + ": cannot listen on " + path + ": " + err);
     }
-    bound_ = true;
 }
 
 ListeningSocket::~ListeningSocket() {
-    if (bound_)
-        ::unlink(path_.c_str());
+    ::unlink(path_.c_str());
 }
 
 UniqueFd ListeningSocket::accept() const {

@@ -34,7 +34,6 @@ public:
 private:
     std::string path_;
     UniqueFd fd_;
-    bool bound_ = false;
 };
 
 // Connects to a UNIX stream socket; invalid UniqueFd (errno set) on failure.

@@ -9,6 +9,8 @@
 
 using namespace rbln::emu;
 
+namespace bar_layout_test {
+
 TEST(BarLayout, Rebel100HasFourChipletsAfterTheControlRegionAndAPow2Bar) {
     const BarLayout l = compute_bar_layout(family_chiplets(Family::rebel100), 256ULL << 20);
     ASSERT_EQ(l.chiplets, 4U);
@@ -47,3 +49,4 @@ TEST(BarLayout, RejectsBadChipletCountsAndSizes) {
     EXPECT_THROW(compute_bar_layout(4, 1ULL << 40), std::invalid_argument);
     EXPECT_NO_THROW(compute_bar_layout(1, (1ULL << 39)));
 }
+} // namespace bar_layout_test

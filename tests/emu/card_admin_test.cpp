@@ -15,6 +15,8 @@ using rbln::emu::test::kPteRw;
 using rbln::emu::test::make_va;
 using rbln::emu::test::PageTableBuilder;
 
+namespace card_admin_test {
+
 namespace {
 
 class AdminRing : public ::testing::Test {
@@ -786,3 +788,4 @@ TEST_F(AdminMmu, RepeatedDebugAccessHitsTheTlb) {
     EXPECT_EQ(h.card.stats().tlb_misses, misses + 1);
     EXPECT_EQ(h.card.stats().tlb_hits, 4U);
 }
+} // namespace card_admin_test

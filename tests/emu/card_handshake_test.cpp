@@ -10,6 +10,8 @@
 using namespace rbln::emu;
 using rbln::emu::test::FakeHost;
 
+namespace card_handshake_test {
+
 namespace {
 
 std::string reason(FakeHost& h) {
@@ -263,3 +265,4 @@ TEST(Heartbeat, StopsInFault) {
     h.card.tick();
     EXPECT_EQ(h.ctrl().heartbeat, 1U);
 }
+} // namespace card_handshake_test

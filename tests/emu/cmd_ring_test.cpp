@@ -20,6 +20,8 @@ using namespace rbln::emu;
 using namespace rbln::emu::test;
 using namespace std::chrono_literals;
 
+namespace cmd_ring_test {
+
 namespace {
 
 constexpr std::uint64_t k4K = RBLN_FW_PAGE_SIZE;
@@ -755,3 +757,4 @@ TEST_F(Jobs, MmuChangesWhileFourRingsCopyKeepEveryCopyRight) {
 }
 
 } // namespace
+} // namespace cmd_ring_test

@@ -13,6 +13,8 @@
 using namespace rbln::emu;
 using rbln::emu::test::FakeHost;
 
+namespace control_test {
+
 namespace {
 
 class Control : public ::testing::Test {
@@ -305,3 +307,4 @@ TEST_F(Control, MemcpyBenchRejectsBadSizes) {
           "memcpy-bench bytes=4096", "memcpy-bench size=x", "memcpy-bench size=4096 size=4096"})
         EXPECT_TRUE(is_error(run(line))) << line;
 }
+} // namespace control_test

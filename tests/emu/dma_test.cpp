@@ -11,6 +11,8 @@
 
 using namespace rbln::emu;
 
+namespace dma_test {
+
 namespace {
 
 constexpr std::byte kGuard{0xa5};
@@ -120,3 +122,4 @@ TEST(DmaCopy, OverlappingLargeCopyIsStillAMemmove) {
     ASSERT_TRUE(dma::copy(to, from));
     EXPECT_EQ(std::memcmp(buf2.data() + 4097, want.data(), n), 0);
 }
+} // namespace dma_test

@@ -39,6 +39,8 @@ extern char** environ;
 using namespace rbln::emu;
 using namespace std::chrono_literals;
 
+namespace e2e_test {
+
 constexpr std::size_t kMaxLine = 4096;
 
 namespace {
@@ -661,3 +663,4 @@ TEST(EndToEnd, SocketsAcceptConnectionsFromTheMomentTheirFilesAppear) {
     }
     EXPECT_EQ(child.wait(5s), 0) << slurp(dir.file("log"));
 }
+} // namespace e2e_test

@@ -18,6 +18,8 @@
 
 using namespace rbln::emu;
 
+namespace fp_test {
+
 namespace {
 
 std::uint32_t bits(float f) {
@@ -338,3 +340,4 @@ TEST_F(Avx2, MatrixMultiplyAgreesWithTheScalarBlockedCodeWithinFp32Accumulation)
         }
     }
 }
+} // namespace fp_test

@@ -13,6 +13,8 @@
 
 using namespace rbln::emu;
 
+namespace guest_memory_test {
+
 namespace {
 
 constexpr std::uint64_t kGiB = 1ULL << 30;
@@ -160,3 +162,4 @@ TEST(GuestMemory, LowmemLargerThanFileIsRejected) {
     EXPECT_THROW(FileGuestMemory(dir.file("ram"), 4096, 8192), std::runtime_error);
     EXPECT_FALSE(std::filesystem::exists(dir.file("ram")));
 }
+} // namespace guest_memory_test

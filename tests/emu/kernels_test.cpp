@@ -22,6 +22,8 @@
 using namespace rbln::emu;
 using namespace rbln::emu::test;
 
+namespace kernels_test {
+
 namespace {
 
 constexpr std::uint8_t kGuard = 0xa5;
@@ -715,3 +717,4 @@ TEST(KernelCompute, GenericAndAvx2ElementwiseAndMatmulGiveTheSameResults) {
         }
     }
 }
+} // namespace kernels_test

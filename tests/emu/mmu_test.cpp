@@ -17,6 +17,8 @@ using rbln::emu::test::kPteRw;
 using rbln::emu::test::make_va;
 using rbln::emu::test::PageTableBuilder;
 
+namespace mmu_test {
+
 namespace {
 
 constexpr std::uint64_t k4K = RBLN_FW_PAGE_SIZE;
@@ -627,3 +629,4 @@ TEST_F(MmuTest, TranslateIntoReusesTheCallersVector) {
     ASSERT_TRUE(f);
     EXPECT_TRUE(spans.empty());
 }
+} // namespace mmu_test

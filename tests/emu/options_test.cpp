@@ -8,6 +8,8 @@
 
 using namespace rbln::emu;
 
+namespace options_test {
+
 namespace {
 
 Options parse(std::vector<std::string_view> args) {
@@ -144,3 +146,4 @@ TEST(CtlOptions, RequiresControlAndCommand) {
     EXPECT_THROW(parse_ctl_options(no_command), UsageError);
     EXPECT_THROW(parse_ctl_options(unknown), UsageError);
 }
+} // namespace options_test

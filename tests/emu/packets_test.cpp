@@ -16,6 +16,8 @@
 using namespace rbln::emu;
 using namespace rbln::emu::test;
 
+namespace packets_test {
+
 namespace {
 
 constexpr std::uint64_t k4K = RBLN_FW_PAGE_SIZE;
@@ -631,3 +633,4 @@ TEST_F(Packets, AccessBeyond48BitVasIsBadVa) {
 }
 
 } // namespace
+} // namespace packets_test

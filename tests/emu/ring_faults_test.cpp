@@ -17,6 +17,8 @@ using namespace rbln::emu;
 using namespace rbln::emu::test;
 using namespace std::chrono_literals;
 
+namespace ring_faults_test {
+
 namespace {
 
 class RingFaults : public ::testing::Test {
@@ -277,3 +279,4 @@ TEST_F(RingFaults, StatusCountsRingsJobsPacketsBytesAndBusyTime) {
                             "serial", "vm_bound", "mmu_faults", "tlb_invalidations"})
         EXPECT_TRUE(s.count(key) == 1) << key;
 }
+} // namespace ring_faults_test

@@ -9,7 +9,7 @@
 
 #include "rbln/allocator.hpp"
 
-namespace rbln::test {
+namespace rbln::test::allocator_config_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -117,4 +117,4 @@ TEST(AllocatorConfig, MessagesListTheOptionsThatExist) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::allocator_config_test

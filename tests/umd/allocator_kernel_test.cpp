@@ -15,7 +15,7 @@
 #include "rbln/allocator_stream.hpp"
 #include "rbln/rbln_alloc.h"
 
-namespace rbln::test {
+namespace rbln::test::allocator_kernel_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -196,4 +196,4 @@ TEST_F(AllocatorCApi, TheSummaryIsCopiedWithItsLength) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::allocator_kernel_test

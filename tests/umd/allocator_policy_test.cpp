@@ -13,7 +13,7 @@
 #include "fake_segment_provider.hpp"
 #include "rbln/allocator.hpp"
 
-namespace rbln::test {
+namespace rbln::test::allocator_policy_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -467,4 +467,4 @@ TEST_F(Allocator, MovedBlocksFreeOnce) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::allocator_policy_test

@@ -16,7 +16,7 @@
 #include "fake_segment_provider.hpp"
 #include "rbln/allocator.hpp"
 
-namespace rbln::test {
+namespace rbln::test::allocator_stats_test {
 namespace {
 
 /// Every key of memory_stats() with the value 0 (max_split_size -1), then
@@ -363,4 +363,4 @@ TEST(AllocatorSummary, TheTotalRowAddsChipletPeaksWhichBoundTheJointPeak) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::allocator_stats_test

@@ -11,7 +11,7 @@
 #include "ops_card.hpp"
 #include "rbln/rbln_explain.h"
 
-namespace rbln::test {
+namespace rbln::test::c_api_explain_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -76,4 +76,4 @@ TEST(CApiExplain, AnEmptyRegionIsCleanAndBadArgumentsAreRefused) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_explain_test

@@ -21,7 +21,7 @@
 
 extern "C" int rbln_test_host_from_c(void);
 
-namespace rbln::test {
+namespace rbln::test::c_api_host_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -140,4 +140,4 @@ TEST_F(CHost, TheHeaderWorksFromC) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_host_test

@@ -23,7 +23,7 @@
 
 extern "C" int rbln_test_offload_from_c(const char* directory);
 
-namespace rbln::test {
+namespace rbln::test::c_api_offload_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -133,4 +133,4 @@ TEST_F(COffload, BadArgumentsAreRefusedWithAMessage) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_offload_test

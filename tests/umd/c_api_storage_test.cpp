@@ -18,7 +18,7 @@
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
 
-namespace rbln::test {
+namespace rbln::test::c_api_storage_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -155,4 +155,4 @@ TEST_F(CStorage, BadArguments) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_storage_test

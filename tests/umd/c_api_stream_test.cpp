@@ -15,7 +15,7 @@
 #include "rbln/device.hpp"
 #include "rbln/rbln.h"
 
-namespace rbln::test {
+namespace rbln::test::c_api_stream_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -145,4 +145,4 @@ TEST_F(CStreams, BadArgumentsAreRefused) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_stream_test

@@ -13,7 +13,7 @@
 
 extern "C" int rbln_test_count_from_c(const char* root, char* serial);
 
-namespace rbln::test {
+namespace rbln::test::c_api_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -152,9 +152,9 @@ TEST(CApiVersion, VersionAndStatusNames) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_test
 
-namespace rbln::test {
+namespace rbln::test::c_api_test {
 namespace {
 
 class CApiDevices : public ::testing::Test {
@@ -232,4 +232,4 @@ TEST_F(CApiDevices, SetAndGetDeviceAndParse) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::c_api_test

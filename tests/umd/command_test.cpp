@@ -11,7 +11,7 @@
 #include "rbln/error.hpp"
 #include "rbln_fw_cmd.h"
 
-namespace rbln::test {
+namespace rbln::test::command_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -142,4 +142,4 @@ TEST(CommandEncoder, RefusesWhatTheCardWouldRefuse) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::command_test

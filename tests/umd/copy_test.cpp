@@ -13,7 +13,7 @@
 #include "device_fixture.hpp"
 #include "rbln/copy.hpp"
 
-namespace rbln::test {
+namespace rbln::test::copy_test {
 namespace {
 
 // Device memory whose storage is lazy (as issue 6's lazy tensors will be).
@@ -296,4 +296,4 @@ TEST_P(Copies, AFailedCopyJobIsReported) {
 INSTANTIATE_TEST_SUITE_P(BothPaths, Copies, ::testing::Values(Path::Uring, Path::Ioctl), path_name);
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::copy_test

@@ -20,7 +20,7 @@
 #include "rbln/devices.hpp"
 #include "rbln/stream.hpp"
 
-namespace rbln::test {
+namespace rbln::test::devices_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -690,4 +690,4 @@ TEST_F(RuntimeTest, ChildForkedAfterUseGetsTheSpawnErrorFromTheDevicesHotPaths) 
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::devices_test

@@ -11,7 +11,7 @@
 #include "fake_sysfs.hpp"
 #include "rbln/discovery.hpp"
 
-namespace rbln::test {
+namespace rbln::test::discovery_test {
 namespace {
 
 using ::testing::_;
@@ -426,4 +426,4 @@ TEST(Discovery, AtomFamilyIsRecognisedCaseInsensitively) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::discovery_test

@@ -8,7 +8,7 @@
 #include "rbln/error.hpp"
 #include "rbln/sysfs.hpp"
 
-namespace rbln::test {
+namespace rbln::test::error_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -103,4 +103,4 @@ TEST(Sysfs, ReadingADirectoryIsAnIoError) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::error_test

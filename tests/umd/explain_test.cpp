@@ -16,7 +16,7 @@
 #include "rbln/copy.hpp"
 #include "rbln/explain.hpp"
 
-namespace rbln::test {
+namespace rbln::test::explain_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -417,4 +417,4 @@ TEST(Explain, KindNames) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::explain_test

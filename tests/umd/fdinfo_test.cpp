@@ -14,7 +14,7 @@
 #include "fake_sysfs.hpp"
 #include "rbln/fdinfo.hpp"
 
-namespace rbln::test {
+namespace rbln::test::fdinfo_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -384,4 +384,4 @@ TEST(CharDeviceProbe, SysfsWithoutAProbeStatsBelowItsRoot) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::fdinfo_test

@@ -10,7 +10,7 @@
 #include "rbln/fw_ctrl.hpp"
 #include "rbln_fw_ctrl.h"
 
-namespace rbln::test {
+namespace rbln::test::fw_ctrl_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -245,4 +245,4 @@ TEST(ControlBlock, StateAndFaultNames) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::fw_ctrl_test

@@ -19,7 +19,7 @@
 #include "rbln/copy.hpp"
 #include "rbln/host_allocator.hpp"
 
-namespace rbln::test {
+namespace rbln::test::host_allocator_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -376,4 +376,4 @@ TEST_F(HostAlloc, HugeHostEmptyOfZeroBytesOrBeyondThePinLimitIsATypedError) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::host_allocator_test

@@ -13,7 +13,7 @@
 #include "fake_kernel.hpp"
 #include "rbln/kernel.hpp"
 
-namespace rbln::test {
+namespace rbln::test::kernel_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -120,9 +120,9 @@ TEST(KernelDeviceOpen, DefaultOpenerReturnsTheSameError) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::kernel_test
 
-namespace rbln::test {
+namespace rbln::test::kernel_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -395,4 +395,4 @@ TEST_F(Submission, FailNextWorksForEveryOperation) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::kernel_test

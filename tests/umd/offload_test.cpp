@@ -31,7 +31,7 @@
 #include "rbln/offload.hpp"
 #include "rbln/storage.hpp"
 
-namespace rbln::test {
+namespace rbln::test::offload_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -584,4 +584,4 @@ TEST(OffloadDirectory, OptionThenRblnOffloadDirThenTmpdirThenVarTmp) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::offload_test

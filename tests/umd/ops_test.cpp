@@ -21,7 +21,7 @@
 #include "rbln/ops.hpp"
 #include "rbln_fw_cmd.h"
 
-namespace rbln::test {
+namespace rbln::test::ops_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -359,4 +359,4 @@ TEST(Ops, EachOpsTransfersCarryTheCallersLine) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::ops_test

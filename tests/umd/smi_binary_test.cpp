@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace rbln::test {
+namespace rbln::test::smi_binary_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -295,4 +295,4 @@ TEST_F(SmiBinary, WithoutBusyCountersDoesNotWaitOutTheInterval) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::smi_binary_test

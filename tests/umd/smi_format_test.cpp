@@ -11,7 +11,7 @@
 #include "format.hpp"
 #include "json.hpp"
 
-namespace rbln::smi {
+namespace rbln::smi::smi_format_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -423,4 +423,4 @@ TEST(Cli, HelpDocumentsEveryExitCode) {
 }
 
 } // namespace
-} // namespace rbln::smi
+} // namespace rbln::smi::smi_format_test

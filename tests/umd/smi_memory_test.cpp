@@ -12,7 +12,7 @@
 #include "fake_sysfs.hpp"
 #include "rbln/discovery.hpp"
 
-namespace rbln::test {
+namespace rbln::test::smi_memory_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -253,4 +253,4 @@ TEST_F(SmiProcesses, ListViewDoesNotScanProcesses) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::smi_memory_test

@@ -13,7 +13,7 @@
 #include "fake_sysfs.hpp"
 #include "utilization.hpp"
 
-namespace rbln::test {
+namespace rbln::test::smi_util_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -447,4 +447,4 @@ TEST_F(SmiUtil, ProcessUtilisationIsTheDeltaOfItsFdinfoEngineTime) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::smi_util_test

@@ -21,7 +21,7 @@
 #include "rbln/allocator.hpp"
 #include "rbln/storage.hpp"
 
-namespace rbln::test {
+namespace rbln::test::storage_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -538,4 +538,4 @@ TEST(StorageLayout, RefusesEveryMismatch) {
 }
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::storage_test

@@ -11,7 +11,7 @@
 #include "rbln/copy.hpp"
 #include "rbln/stream.hpp"
 
-namespace rbln::test {
+namespace rbln::test::stream_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -237,4 +237,4 @@ INSTANTIATE_TEST_SUITE_P(BothPaths, Streams, ::testing::Values(Path::Uring, Path
                          path_name);
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::stream_test

@@ -16,7 +16,7 @@
 #include "fake_ring.hpp"
 #include "rbln/submitter.hpp"
 
-namespace rbln::test {
+namespace rbln::test::submitter_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -449,4 +449,4 @@ INSTANTIATE_TEST_SUITE_P(IoUring, SingleIssuerWait, ::testing::Values(Via::Uring
                          [](const auto&) { return std::string("IoUring"); });
 
 } // namespace
-} // namespace rbln::test
+} // namespace rbln::test::submitter_test

@@ -4,7 +4,14 @@
 # user-space C/C++ (umd/, tools/, tests/), checkpatch --strict on the C that
 # follows kernel style (kselftests, the runner's test module).
 # usage: lint-user.sh CMAKE_BUILD_DIR
+# RBLN_LINT_TIDY=skip runs all but clang-tidy, =only clang-tidy alone (make
+# test runs the two apart, clang-tidy beside the build and the tests).
 set -uo pipefail
+mode=${RBLN_LINT_TIDY:-all}
+case $mode in all | skip | only) ;; *)
+	echo "lint-user.sh: RBLN_LINT_TIDY=$mode: use all, skip or only" >&2
+	exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bdir=${1:-$top/build/cmake}
 cd "$top"
@@ -16,13 +23,13 @@ mapfile -t user < <(git ls-files 'umd/*' 'tools/*' 'tests/*' |
 mapfile -t kfiles < <(git ls-files 'tests/*' | grep -E '\.(c|h)$' | grep -E "$kstyle")
 
 if [ "${#user[@]}" -gt 0 ]; then
-	if ! clang-format --dry-run --Werror "${user[@]}"; then
+	if [ "$mode" != only ] && ! clang-format --dry-run --Werror "${user[@]}"; then
 		echo "lint: clang-format findings (fix with clang-format -i)" >&2
 		status=1
 	fi
 	mapfile -t tus < <(printf '%s\n' "${user[@]}" | grep -E '\.(c|cc|cpp)$')
 	batches=()
-	if [ "${#tus[@]}" -gt 0 ]; then
+	if [ "$mode" != skip ] && [ "${#tus[@]}" -gt 0 ]; then
 		[ -f "$bdir/compile_commands.json" ] ||
 			cmake -S "$top" -B "$bdir" -G "Unix Makefiles" >/dev/null
 		# Test binaries built in unity batches (RBLN_UNITY_TESTS): the
@@ -58,7 +65,7 @@ if [ "${#user[@]}" -gt 0 ]; then
 	fi
 fi
 
-if [ "${#kfiles[@]}" -gt 0 ]; then
+if [ "$mode" != only ] && [ "${#kfiles[@]}" -gt 0 ]; then
 	# CAMELCASE, PREFER_KERNEL_TYPES: the tests call user-space libraries
 	# (libdrm's drmSyncobj* take uint64_t arrays).
 	if ! perl "$top/build/linux-src/scripts/checkpatch.pl" --strict --no-tree \
@@ -70,5 +77,9 @@ if [ "${#kfiles[@]}" -gt 0 ]; then
 	rm -f /tmp/rbln-cp.$$
 fi
 
-[ "$status" = 0 ] && echo "lint: user space clean (${#user[@]} files), kernel-style tests clean (${#kfiles[@]} files)"
+[ "$status" = 0 ] && case $mode in
+	all) echo "lint: user space clean (${#user[@]} files), kernel-style tests clean (${#kfiles[@]} files)" ;;
+	skip) echo "lint: clang-format clean (${#user[@]} files), kernel-style tests clean (${#kfiles[@]} files); clang-tidy not run" ;;
+	only) echo "lint: clang-tidy clean (${#tus[@]} files, ${#batches[@]} test batches)" ;;
+	esac
 exit "$status"

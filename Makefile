@@ -70,14 +70,17 @@ test-vm: kernel userspace
 # the longest part of the lint, runs at nice 19 beside the build and the
 # tests rather than before them: the VM runs single-threaded TCG and leaves
 # a core mostly idle.  Its findings fail the run at the end; a failing phase
-# stops it.  Its output: build/clang-tidy.log.
+# stops it.  Its output: build/clang-tidy.log.  It runs in a session of its
+# own (so that a failing phase can kill all of it), which the scheduler's
+# autogroups weigh as the build's equal unless its autogroup is niced too.
 test: deps $(CMAKE_B)/CMakeCache.txt
 	@set -e; start=$$(date +%s); \
 	t=$$(date +%s); $(MAKE) lint-kernel; \
 	RBLN_LINT_TIDY=skip $(TOP)/tools/scripts/lint-user.sh $(CMAKE_B); \
 	times=" lint $$(( $$(date +%s) - t ))s"; \
 	log=$(BUILD)/clang-tidy.log; tidy_start=$$(date +%s); \
-	RBLN_LINT_TIDY=only setsid -w nice -n 19 $(TOP)/tools/scripts/lint-user.sh \
+	RBLN_LINT_TIDY=only setsid -w sh -c 'echo 19 2>/dev/null > /proc/self/autogroup; \
+		exec nice -n 19 "$$0" "$$1"' $(TOP)/tools/scripts/lint-user.sh \
 		$(CMAKE_B) > $$log 2>&1 & tidy=$$!; \
 	trap 'kill -- -'$$tidy' '$$tidy' 2>/dev/null' EXIT; \
 	for phase in all test-host test-vm; do \

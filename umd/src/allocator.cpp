@@ -10,6 +10,7 @@
 // so a cached alloc/free pair allocates no host memory.
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
@@ -180,7 +181,10 @@ public:
     // ---- without the device mutex -----------------------------------------
 
     /// Returns the blocks whose fences are done to the pools.
-    void process_events();
+    void process_events() {
+        if (pending_count_.load(std::memory_order_acquire) != 0)
+            process_pending_events();
+    }
 
 private:
     struct Params {
@@ -274,32 +278,32 @@ private:
     // block of the arena, and there are as many set nodes as blocks, so
     // freeing (recycle, erase, insert) never allocates and cannot throw.
     Block* new_block() {
-        if (spare_blocks_.empty()) {
-            spare_blocks_.reserve(arena_.size() + 1);
-            spare_nodes_.reserve(arena_.size() + 1);
-            const auto [it, inserted] = scratch_.insert(&scratch_key_);
-            (void)inserted;
-            BlockSet::node_type node = scratch_.extract(it);
-            Block* b = &arena_.emplace_back();
-            spare_nodes_.push_back(std::move(node));
+        if (!spare_blocks_.empty()) [[likely]] {
+            Block* b = spare_blocks_.back();
+            spare_blocks_.pop_back();
             return b;
         }
-        Block* b = spare_blocks_.back();
-        spare_blocks_.pop_back();
+        return new_arena_block();
+    }
+    /// A new block at the end of the arena, with a set node made for it.
+    [[gnu::noinline]] Block* new_arena_block() {
+        spare_blocks_.reserve(arena_.size() + 1);
+        spare_nodes_.reserve(arena_.size() + 1);
+        const auto [it, inserted] = scratch_.insert(&scratch_key_);
+        (void)inserted;
+        BlockSet::node_type node = scratch_.extract(it);
+        Block* b = &arena_.emplace_back();
+        spare_nodes_.push_back(std::move(node));
         return b;
     }
+    /// Back to the spares.  Every caller hands in a block out of the pool
+    /// (in_pool false, pos unset), not allocated, with no fences pending
+    /// and no stream uses: the state a spare is in.  The other fields are
+    /// set by whoever takes it next, except the neighbours, which a new
+    /// segment's block does not set.
     void recycle(Block* b) noexcept {
-        // As *b = Block{}, without making and moving an empty vector.
-        b->va = b->size = b->requested = b->segment_va = 0;
-        b->stream = kDefaultStream;
-        b->pool = nullptr;
+        assert(!b->in_pool && !b->allocated && b->event_count == 0 && b->stream_uses.empty());
         b->prev = b->next = nullptr;
-        b->owner = nullptr;
-        b->gc_base = 0;
-        b->pos = {};
-        b->handle = b->event_count = 0;
-        b->allocated = b->in_pool = false;
-        b->stream_uses.clear();
         spare_blocks_.push_back(b);
     }
     void insert(Pool& pool, Block* b) {
@@ -340,6 +344,7 @@ private:
     bool mergeable(const Block* b) const noexcept {
         return b != nullptr && !b->allocated && b->event_count == 0 && b->stream_uses.empty();
     }
+    void process_pending_events();
     void complete(const std::vector<Block*>& done);
     void restore(PendingMap& local);
     [[noreturn]] void throw_oom(std::uint64_t size, std::uint64_t alloc_size) const;
@@ -554,7 +559,7 @@ void ChipletAllocator::garbage_collect() noexcept {
     }
 }
 
-bool ChipletAllocator::should_split(const Block* b, std::uint64_t size) const noexcept {
+inline bool ChipletAllocator::should_split(const Block* b, std::uint64_t size) const noexcept {
     const std::uint64_t remaining = b->size - size;
     if (b->pool->small)
         return remaining >= alloc::kMinBlockSize;
@@ -632,9 +637,10 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
 Block* ChipletAllocator::malloc(std::uint64_t size, StreamId stream, AllocLock& lock) {
     const std::uint64_t rounded = round(size);
     Pool& pool = is_small_request(rounded) ? small_ : large_;
-    const Params p{rounded, segment_size_for(rounded), stream, &pool};
+    Params p{rounded, 0, stream, &pool};
     Block* b = get_free_block(p);
     if (b == nullptr) {
+        p.alloc_size = segment_size_for(rounded);
         if (gc_enabled())
             garbage_collect();
         b = alloc_block(p, false);
@@ -699,9 +705,9 @@ void ChipletAllocator::free_block(Block* b) {
     }
     if (!survivor->in_pool) {
         insert(pool, survivor);
-    } else if (const auto after = std::next(survivor->pos);
-               after != pool.blocks.end() && !BlockLess{}(survivor, *after)) {
-        reorder(pool, survivor);
+    } else if (*pool.blocks.rbegin() != survivor) { // the last one stays last
+        if (const auto after = std::next(survivor->pos); !BlockLess{}(survivor, *after))
+            reorder(pool, survivor);
     }
     if (survivor->is_split()) {
         split_blocks += 1;
@@ -793,9 +799,7 @@ void ChipletAllocator::restore(PendingMap& local) {
     }
 }
 
-void ChipletAllocator::process_events() {
-    if (pending_count_.load(std::memory_order_acquire) == 0)
-        return;
+void ChipletAllocator::process_pending_events() {
     PendingMap local;
     {
         const std::lock_guard<std::mutex> ev(events_mutex_);
@@ -1087,7 +1091,9 @@ DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream,
                                       std::optional<unsigned> place) {
     if (size == 0)
         return {};
-    detail::ChipletAllocator& c = chiplet(place ? *place : default_place_.load());
+    const unsigned index = place ? *place : default_place_.load(std::memory_order_relaxed);
+    detail::ChipletAllocator& c =
+        index < chiplets_.size() ? *chiplets_[index] : chiplet(index); // chiplet() throws
     if (size > (1ull << 60))
         throw Error(Errc::InvalidArgument, "allocate", "", 0,
                     "a request of " + std::to_string(size) +

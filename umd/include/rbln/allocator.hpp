@@ -348,8 +348,16 @@ public:
 
     /// A block of at least @size bytes (0 gives an empty DeviceBlock) for
     /// @stream on @place.  Throws Errc::OutOfMemory, Errc::InvalidArgument.
-    DeviceBlock allocate(std::uint64_t size, StreamId stream = kDefaultStream,
-                         std::optional<unsigned> place = {});
+    /// (Overloads rather than one std::optional parameter: a caller builds
+    /// an optional with a byte store and passes it as one 8-byte load,
+    /// which stalls store-to-load forwarding, a third of a cached pair.)
+    DeviceBlock allocate(std::uint64_t size, StreamId stream = kDefaultStream) {
+        return allocate(size, stream, default_place_.load(std::memory_order_relaxed));
+    }
+    DeviceBlock allocate(std::uint64_t size, StreamId stream, unsigned place);
+    DeviceBlock allocate(std::uint64_t size, StreamId stream, std::optional<unsigned> place) {
+        return place ? allocate(size, stream, *place) : allocate(size, stream);
+    }
     /// @block is also used by @stream: when freed, it returns to the pool
     /// only after the work enqueued on @stream until then.  No-op for the
     /// block's own stream.

@@ -197,6 +197,9 @@ public:
     static std::int64_t device_peak(const DeviceAllocator& d, StatArray AllocatorStats::*f);
     /// Peaks := current values.
     void reset_peaks() noexcept;
+    /// The device's "all" peaks := the pools' current sums (its "all"
+    /// current values are not kept, see inc()).
+    static void reset_device_all_peaks(DeviceAllocator& d) noexcept;
     /// The "allocated"/"freed" halves and the num_* counters := 0.
     void reset_accumulated() noexcept;
     unsigned npu() const noexcept { return npu_; }
@@ -232,9 +235,10 @@ private:
     // pool entries ([1], [2]) of stats_ are kept whole; of the "all" entry
     // [0] only the peak (of the pools' sum), its current value and halves
     // are the pools' sums (derive_all()).  Of the device's StatArrays
-    // (total_) only current values and peaks are kept, the halves are the
-    // chiplets' sums (device_view()).  So an update writes one pool entry
-    // and one peak here and two current values and peaks there.
+    // (total_) the pools' current values and peaks and the "all" peak are
+    // kept; the "all" current value is the pools' sum and the halves are
+    // the chiplets' sums (device_view()).  So an update writes one pool
+    // entry and one peak here and one current value and peaks there.
     void inc(StatArray AllocatorStats::*f, StatType t, std::uint64_t n) noexcept {
         const auto a = static_cast<std::int64_t>(n);
         const auto i = static_cast<std::size_t>(t);
@@ -254,9 +258,7 @@ private:
             d[i].current = dcur;
             if (dcur > d[i].peak)
                 d[i].peak = dcur;
-            const std::int64_t dall = d[0].current + a;
-            d[0].current = dall;
-            if (dall > d[0].peak)
+            if (const std::int64_t dall = dcur + d[3 - i].current; dall > d[0].peak)
                 d[0].peak = dall;
         }
     }
@@ -265,9 +267,7 @@ private:
         const auto i = static_cast<std::size_t>(t);
         (stats_.*f)[i].decrease(a);
         if (track_total_) {
-            StatArray& d = device_.total_.*f;
-            d[i].current -= a;
-            d[0].current -= a;
+            (device_.total_.*f)[i].current -= a;
         }
     }
     void inc(Stat AllocatorStats::*f) noexcept {
@@ -905,6 +905,7 @@ AllocatorStats ChipletAllocator::device_view(const DeviceAllocator& d) {
         return d.chiplets_.front()->view();
     AllocatorStats s = d.total_;
     for (StatArray AllocatorStats::*f : kStatArrays) {
+        (s.*f)[0].current = (s.*f)[1].current + (s.*f)[2].current;
         for (Stat& st : s.*f)
             st.allocated = st.freed = 0;
         for (const auto& c : d.chiplets_) {
@@ -924,13 +925,20 @@ std::int64_t ChipletAllocator::device_current(const DeviceAllocator& d,
                                               StatArray AllocatorStats::*f) {
     if (d.chiplets_.size() == 1)
         return d.chiplets_.front()->current_all(f);
-    return (d.total_.*f)[0].current;
+    return (d.total_.*f)[1].current + (d.total_.*f)[2].current;
 }
 
 std::int64_t ChipletAllocator::device_peak(const DeviceAllocator& d, StatArray AllocatorStats::*f) {
     if (d.chiplets_.size() == 1)
         return (d.chiplets_.front()->stats_.*f)[0].peak;
     return (d.total_.*f)[0].peak;
+}
+
+void ChipletAllocator::reset_device_all_peaks(DeviceAllocator& d) noexcept {
+    for (StatArray AllocatorStats::*f : kStatArrays) {
+        StatArray& a = d.total_.*f;
+        a[0].peak = a[1].current + a[2].current;
+    }
 }
 
 void ChipletAllocator::reset_peaks() noexcept {
@@ -1217,6 +1225,7 @@ std::uint64_t DeviceAllocator::max_memory_reserved() const {
 void DeviceAllocator::reset_peak_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
     detail::for_each_stat(total_, [](Stat& st) { st.reset_peak(); });
+    detail::ChipletAllocator::reset_device_all_peaks(*this);
     for (auto& c : chiplets_)
         c->reset_peaks();
 }

@@ -195,11 +195,11 @@ public:
     /// The device's current / peak value of @f's "all" entry.
     static std::int64_t device_current(const DeviceAllocator& d, StatArray AllocatorStats::*f);
     static std::int64_t device_peak(const DeviceAllocator& d, StatArray AllocatorStats::*f);
-    /// Peaks := current values.
-    void reset_peaks() noexcept;
-    /// The device's "all" peaks := the pools' current sums (its "all"
-    /// current values are not kept, see inc()).
-    static void reset_device_all_peaks(DeviceAllocator& d) noexcept;
+    /// Peaks := current values (of "all": the pools' sum, its current
+    /// value is not kept, see inc()); for this chiplet or, with @s, the
+    /// device's totals.
+    void reset_peaks() noexcept { reset_peaks(stats_); }
+    static void reset_peaks(AllocatorStats& s) noexcept;
     /// The "allocated"/"freed" halves and the num_* counters := 0.
     void reset_accumulated() noexcept;
     unsigned npu() const noexcept { return npu_; }
@@ -934,22 +934,15 @@ std::int64_t ChipletAllocator::device_peak(const DeviceAllocator& d, StatArray A
     return (d.total_.*f)[0].peak;
 }
 
-void ChipletAllocator::reset_device_all_peaks(DeviceAllocator& d) noexcept {
+void ChipletAllocator::reset_peaks(AllocatorStats& s) noexcept {
     for (StatArray AllocatorStats::*f : kStatArrays) {
-        StatArray& a = d.total_.*f;
-        a[0].peak = a[1].current + a[2].current;
-    }
-}
-
-void ChipletAllocator::reset_peaks() noexcept {
-    for (StatArray AllocatorStats::*f : kStatArrays) {
-        StatArray& a = stats_.*f;
+        StatArray& a = s.*f;
         a[1].reset_peak();
         a[2].reset_peak();
         a[0].peak = a[1].current + a[2].current;
     }
-    stats_.oversize_allocations.reset_peak();
-    stats_.oversize_segments.reset_peak();
+    s.oversize_allocations.reset_peak();
+    s.oversize_segments.reset_peak();
 }
 
 void ChipletAllocator::reset_accumulated() noexcept {
@@ -1134,11 +1127,11 @@ void DeviceAllocator::set_default_place(unsigned place) {
     default_place_.store(place);
 }
 
-DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream, unsigned index) {
+DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream, unsigned place) {
     if (size == 0)
         return {};
     detail::ChipletAllocator& c =
-        index < chiplets_.size() ? *chiplets_[index] : chiplet(index); // chiplet() throws
+        place < chiplets_.size() ? *chiplets_[place] : chiplet(place); // chiplet() throws
     if (size > (1ull << 60))
         throw Error(Errc::InvalidArgument, "allocate", "", 0,
                     "a request of " + std::to_string(size) +
@@ -1224,8 +1217,7 @@ std::uint64_t DeviceAllocator::max_memory_reserved() const {
 
 void DeviceAllocator::reset_peak_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    detail::for_each_stat(total_, [](Stat& st) { st.reset_peak(); });
-    detail::ChipletAllocator::reset_device_all_peaks(*this);
+    detail::ChipletAllocator::reset_peaks(total_);
     for (auto& c : chiplets_)
         c->reset_peaks();
 }

@@ -496,6 +496,20 @@ TEST_F(Jobs, RingStopAbortsTheRunningAndTheQueuedJobsBeforeItCompletes) {
     EXPECT_EQ(t.host_u64(144), 1U);
 }
 
+// 2^64 one-byte rows: the stop must reach the packet while it still checks
+// that every row translates, before any byte moves.
+TEST_F(Jobs, RingStopEndsAStridedCopyOfEndlessRowsWhileItTranslates) {
+    CmdBuf cb;
+    cb.strided(TestCard::kVaHost, TestCard::kVaHost + 64, 1, 0xffffffffU, 0xffffffffU, 0, 0, 0, 0);
+    const std::uint64_t s = t.submit(0, cb);
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(0).job_head) == 1; }));
+    EXPECT_EQ(h.stop_ring(0), RBLN_FW_ST_OK);
+    const auto cpl = h.pop_job_cpl(0);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, s);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+}
+
 TEST_F(Jobs, RingSetupOfARingThatIsUpAbortsWhatItHeldAndReplacesIt) {
     CmdBuf held;
     held.wait(TestCard::kVaHost, 1);

@@ -194,6 +194,18 @@ TEST_F(Packets, StridedCopyMovesRowsAndPlanesAndKeepsTheGaps) {
     EXPECT_EQ(*scatter(3999), std::byte{kGuard});
 }
 
+// Found by tests/fuzz: 0-byte rows of 2^32 x 2^32 used to translate row by
+// row for as long as the rows lasted (47 s for 5.6e8 rows).
+TEST_F(Packets, StridedCopyOfZeroWidthMovesNothingAndTranslatesNothing) {
+    CmdBuf cb;
+    cb.strided(0x7f'0000'0000ULL, 0x7e'0000'0000ULL, 0, 0xffffffffU, 0xffffffffU, 8, 8, 8, 8)
+        .signal(TestCard::kVaHost, 1);
+    const std::uint64_t moved = h.card.stats().dma_bytes;
+    EXPECT_EQ(t.status(0, cb), RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(0), 1U);
+    EXPECT_EQ(h.card.stats().dma_bytes, moved);
+}
+
 TEST_F(Packets, FillRepeatsOneTwoFourAndEightBytePatternsLittleEndian) {
     const std::uint64_t pattern = 0x8877665544332211ULL; // upper bytes beyond the width ignored
     for (std::uint32_t pb : {1U, 2U, 4U, 8U}) {

@@ -434,18 +434,23 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
             return PacketResult::bad("strided copy beyond the address space");
         if (dma_error())
             return failed(RBLN_FW_JOB_DMA_ERROR, "DMA error");
+        if (p.width == 0)
+            return PacketResult::ok(); // rows of nothing: no access at all
         const Memory::Scope hold(mem);
-        // Every row translates before any moves; then row by row.
+        // Every row translates before any moves; then row by row.  Up to
+        // 2^64 rows: both passes look at the stop every row.
         for (int pass = 0; pass < 2; pass++) {
             for (std::uint32_t z = 0; z < p.depth; z++) {
                 for (std::uint32_t y = 0; y < p.height; y++) {
+                    if (stopping())
+                        return PacketResult::stopped();
                     const std::uint64_t s = p.src + z * p.src_slice + y * p.src_pitch;
                     const std::uint64_t t = p.dst + z * p.dst_slice + y * p.dst_pitch;
                     if (auto f = mem.translate(s, p.width, Access::read, spans_))
                         return PacketResult::mmu(*f);
                     if (auto f = mem.translate(t, p.width, Access::write, spans2_))
                         return PacketResult::mmu(*f);
-                    if (pass == 1 && (stopping() || !dma::copy(spans2_, spans_, &stop_)))
+                    if (pass == 1 && !dma::copy(spans2_, spans_, &stop_))
                         return PacketResult::stopped();
                 }
             }

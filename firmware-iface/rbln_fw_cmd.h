@@ -194,6 +194,13 @@ struct rbln_fw_pkt_timestamp {
 #define RBLN_FW_MAX_DIMS	4
 
 /*
+ * MATMUL's working set: M * K + K * N + M * N elements at most (the
+ * engine holds A, B and C in fp32 whatever the strides); larger is
+ * BAD_PACKET.  Split larger products into several LAUNCHes.
+ */
+#define RBLN_FW_MATMUL_MAX_ELEMS	(1ULL << 27)
+
+/*
  * A built-in kernel.  Elementwise kernels run over shape[0..ndim-1];
  * element i of tensor t is at t + sum_d idx[d] * stride_t[d] * elem_size
  * (strides in elements, may be 0 for broadcasting; b unused by RELU,

@@ -873,6 +873,7 @@ TEST_F(kern, bad_launch_packets_fail_the_job_and_stop_it)
 		"ADD fp32 -> fp16",    "MATMUL with ndim 1",
 		"RELU with b set",     "ADD with scale set",
 		"shape past ndim set", "stride past ndim set",
+		"MATMUL 2^20 x 1 x 2^20 broadcast (beyond its working set)",
 	};
 
 	if (!self->ready)
@@ -919,8 +920,19 @@ TEST_F(kern, bad_launch_packets_fail_the_job_and_stop_it)
 		case 10:
 			l.shape[1] = 2;
 			break;
-		default:
+		case 11:
 			l.stride_a[2] = 1;
+			break;
+		default:
+			/* Used to take the card down (4 TiB of dense fp32 A). */
+			l.kernel = RBLN_FW_KERNEL_MATMUL;
+			l.ndim = 2;
+			l.shape[0] = 1ULL << 20;
+			l.shape[1] = 1;
+			l.shape[2] = 1ULL << 20;
+			memset(l.stride_a, 0, sizeof(l.stride_a));
+			memset(l.stride_b, 0, sizeof(l.stride_b));
+			memset(l.stride_out, 0, sizeof(l.stride_out));
 			break;
 		}
 		memset(self->host.map, 0, 128);

@@ -336,6 +336,12 @@ TEST(Ops, BadOperandsAreRefusedNamingTheOperand) {
     };
     expect_error([&] { ops::add(*c.stream, out, a, b); }, "b's sizes [3,2] differ from out's");
     expect_error([&] { ops::matmul(*c.stream, out, a, a); }, "b needs as many rows");
+    // One element broadcast to 8192 x 8192: 3 * 2^26 elements of working set.
+    StorageView wide = c.tensor({1});
+    wide.sizes = {8192, 8192};
+    wide.strides = {0, 0};
+    expect_error([&] { ops::matmul(*c.stream, wide, wide, wide); },
+                 "beyond the card's 134217728 (RBLN_FW_MATMUL_MAX_ELEMS)");
     auto u8 = Storage::create(c.dev, *c.alloc, 6, ElementType::U8);
     expect_error([&] { ops::relu(*c.stream, out, StorageView::whole(u8)); },
                  "ops take fp32, fp16 or bf16");

@@ -186,6 +186,18 @@ void matmul(Stream& stream, const StorageView& out, const StorageView& a, const 
     if (out.sizes[0] != m || out.sizes[1] != n)
         bad(op, "out is " + dims(out.sizes) + "; a @ b is [" + std::to_string(m) + "," +
                     std::to_string(n) + "]");
+    // The card holds A, B and C in fp32, whatever the strides.
+    using Wide = unsigned __int128;
+    const auto um = static_cast<std::uint64_t>(m);
+    const auto uk = static_cast<std::uint64_t>(k);
+    const auto un = static_cast<std::uint64_t>(n);
+    const Wide work = Wide{um} * uk + Wide{uk} * un + Wide{um} * un;
+    if (work > RBLN_FW_MATMUL_MAX_ELEMS)
+        bad(op, "a @ b of [" + std::to_string(m) + "," + std::to_string(k) + "] @ [" +
+                    std::to_string(k) + "," + std::to_string(n) +
+                    "] needs a working set of M*K + K*N + M*N elements beyond the card's " +
+                    std::to_string(RBLN_FW_MATMUL_MAX_ELEMS) +
+                    " (RBLN_FW_MATMUL_MAX_ELEMS); split a into row blocks");
     const ElementType tin = a.storage->element_type();
     const ElementType tout = out.storage->element_type();
     if (b.storage->element_type() != tin)

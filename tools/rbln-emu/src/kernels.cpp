@@ -350,6 +350,15 @@ const char* check_launch(const rbln_fw_pkt_launch& p) {
                 return "too many elements";
         }
     }
+    if (matmul) {
+        // Dense fp32 A, B and C whatever the strides (run_matmul): with
+        // broadcasting, far more than the tensors' memory.
+        const Wide m = p.shape[0];
+        const Wide n = p.shape[1];
+        const Wide k = p.shape[2];
+        if (m * k + k * n + m * n > RBLN_FW_MATMUL_MAX_ELEMS)
+            return "MATMUL beyond the engine's working set (M*K + K*N + M*N > 2^27)";
+    }
     if (!uses_b(p.kernel)) {
         if (p.b != 0)
             return "b given to a kernel without b";

@@ -577,107 +577,79 @@ TEST_P(KernelsBadLaunch, FailsTheJobWithBadPacketAndWritesNothing) {
     EXPECT_EQ(t.status(0, cb), RBLN_FW_JOB_OK);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, KernelsBadLaunch,
-                         ::
-                             testing::Values(BadLaunch{"Kernel0", good_add,
-                                                       [](auto& l) { l.kernel = 0; }},
-                                             BadLaunch{"Kernel7", good_add,
-                                                       [](auto& l) { l.kernel = 7; }},
-                                             BadLaunch{
-                                                 "DtypeIn0", good_add,
-                                                 [](auto& l) { l.dtype_in = l.dtype_out = 0; }},
-                                             BadLaunch{
-                                                 "DtypeIn4", good_add,
-                                                 [](auto& l) { l.dtype_in = l.dtype_out = 4; }},
-                                             BadLaunch{"DtypeOutUnknownForCast", good_add,
-                                                       [](auto& l) {
-                                                           l.kernel = RBLN_FW_KERNEL_CAST;
-                                                           l.b = 0;
-                                                           l.stride_b[0] = 0;
-                                                           l.dtype_out = 9;
-                                                       }},
-                                             BadLaunch{"AddF32ToF16", good_add,
-                                                       [](auto& l) { l.dtype_out = simd::kF16; }},
-                                             BadLaunch{"Ndim0", good_add,
-                                                       [](auto& l) { l.ndim = 0; }},
-                                             BadLaunch{"Ndim5", good_add,
-                                                       [](auto& l) { l.ndim = 5; }},
-                                             BadLaunch{"ShapeZeroInsideNdim", good_add,
-                                                       [](auto& l) { l.shape[0] = 0; }},
-                                             BadLaunch{"ShapeBeyondNdim", good_add,
-                                                       [](auto& l) { l.shape[1] = 2; }},
-                                             BadLaunch{"StrideABeyondNdim", good_add,
-                                                       [](auto& l) { l.stride_a[2] = 1; }},
-                                             BadLaunch{"StrideBBeyondNdim", good_add,
-                                                       [](auto& l) { l.stride_b[3] = 1; }},
-                                             BadLaunch{"StrideOutBeyondNdim", good_add,
-                                                       [](auto& l) { l.stride_out[1] = 1; }},
-                                             BadLaunch{"ReluWithB", good_add,
-                                                       [](auto& l) {
-                                                           l.kernel = RBLN_FW_KERNEL_RELU;
-                                                           l.stride_b[0] = 0;
-                                                       }},
-                                             BadLaunch{"ReluWithStrideB", good_add,
-                                                       [](auto& l) {
-                                                           l.kernel = RBLN_FW_KERNEL_RELU;
-                                                           l.b = 0;
-                                                       }},
-                                             BadLaunch{"AddWithScale", good_add,
-                                                       [](auto& l) { l.scale = 0x40000000; }},
-                                             BadLaunch{"TooManyElements", good_add,
-                                                       [](auto& l) {
-                                                           l.ndim = 4;
-                                                           l.shape[0] = l.shape[1] = l.shape[2] =
-                                                               l.shape[3] = 1ULL << 20;
-                                                           l.stride_a[1] = l.stride_a[2] =
-                                                               l.stride_a[3] = 0;
-                                                           l.stride_b[1] = l.stride_b[2] =
-                                                               l.stride_b[3] = 0;
-                                                           l.stride_out[1] = l.stride_out[2] =
-                                                               l.stride_out[3] = 0;
-                                                       }},
-                                             BadLaunch{
-                                                 "OutBeyondTheAddressSpace", good_add,
-                                                 [](auto& l) { l.stride_out[0] = 1LL << 61; }},
-                                             BadLaunch{
-                                                 "ABelowAddressZero", good_add,
-                                                 [](auto& l) { l.stride_a[0] = -(1LL << 40); }},
-                                             BadLaunch{"MatmulNdim1", good_matmul,
-                                                       [](auto& l) { l.ndim = 1; }},
-                                             BadLaunch{"MatmulNdim3", good_matmul,
-                                                       [](auto& l) { l.ndim = 3; }},
-                                             BadLaunch{"MatmulKZero", good_matmul,
-                                                       [](auto& l) { l.shape[2] = 0; }},
-                                             BadLaunch{"MatmulShape3", good_matmul,
-                                                       [](auto& l) { l.shape[3] = 1; }},
-                                             BadLaunch{"MatmulStride2", good_matmul,
-                                                       [](auto& l) { l.stride_b[2] = 1; }},
-                                             BadLaunch{"MatmulWithScale",
-                                                       good_matmul, [](auto& l) { l.scale = 1; }},
-                                             BadLaunch{"MatmulUnknownDtypeOut", good_matmul,
-                                                       [](auto& l) { l.dtype_out = 0; }},
-                                             // Found by tests/fuzz: 2^20 x 2^20 broadcast from one
-                                             // element each asked for 4 TiB of dense fp32 A and
-                                             // ended the emulator.
-                                             BadLaunch{"MatmulBeyondTheWorkingSet", good_matmul,
-                                                       [](auto& l) {
-                                                           l.shape[0] = l.shape[2] = 1ULL << 20;
-                                                           l.shape[1] = 1;
-                                                           l.stride_a[0] = l.stride_a[1] =
-                                                               l.stride_b[0] = l.stride_b[1] = 0;
-                                                           l.stride_out[0] = l.stride_out[1] = 0;
-                                                       }},
-                                             BadLaunch{
-                                                 "MatmulOneElementPastTheWorkingSet", good_matmul,
-                                                 [](auto& l) {
-                                                     l.shape[0] =
-                                                         1ULL << 26; // M*K + K*N + M*N = 2^27 + 1
-                                                     l.shape[1] = l.shape[2] = 1;
-                                                     l.stride_a[0] = l.stride_a[1] = l.stride_b[0] =
-                                                         l.stride_b[1] = 0;
-                                                     l.stride_out[0] = l.stride_out[1] = 0;
-                                                 }}),
-                         [](const auto& info) { return std::string(info.param.name); });
+// MATMULs whose every stride is 0: one element of each tensor stands for
+// all of it, and the engine's dense fp32 copies are what is too large.
+void broadcast_all(rbln_fw_pkt_launch& l, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    l.shape[0] = m;
+    l.shape[1] = n;
+    l.shape[2] = k;
+    l.stride_a[0] = l.stride_a[1] = l.stride_b[0] = l.stride_b[1] = 0;
+    l.stride_out[0] = l.stride_out[1] = 0;
+}
+// Found by tests/fuzz: 4 TiB of dense A, bad_alloc ended the emulator.
+void matmul_2e20_broadcast(rbln_fw_pkt_launch& l) {
+    broadcast_all(l, 1ULL << 20, 1, 1ULL << 20);
+}
+// M*K + K*N + M*N = 2^26 + 1 + 2^26: one past RBLN_FW_MATMUL_MAX_ELEMS.
+void matmul_one_past_the_working_set(rbln_fw_pkt_launch& l) {
+    broadcast_all(l, 1ULL << 26, 1, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, KernelsBadLaunch,
+    ::testing::Values(
+        BadLaunch{"Kernel0", good_add, [](auto& l) { l.kernel = 0; }},
+        BadLaunch{"Kernel7", good_add, [](auto& l) { l.kernel = 7; }},
+        BadLaunch{"DtypeIn0", good_add, [](auto& l) { l.dtype_in = l.dtype_out = 0; }},
+        BadLaunch{"DtypeIn4", good_add, [](auto& l) { l.dtype_in = l.dtype_out = 4; }},
+        BadLaunch{"DtypeOutUnknownForCast", good_add,
+                  [](auto& l) {
+                      l.kernel = RBLN_FW_KERNEL_CAST;
+                      l.b = 0;
+                      l.stride_b[0] = 0;
+                      l.dtype_out = 9;
+                  }},
+        BadLaunch{"AddF32ToF16", good_add, [](auto& l) { l.dtype_out = simd::kF16; }},
+        BadLaunch{"Ndim0", good_add, [](auto& l) { l.ndim = 0; }},
+        BadLaunch{"Ndim5", good_add, [](auto& l) { l.ndim = 5; }},
+        BadLaunch{"ShapeZeroInsideNdim", good_add, [](auto& l) { l.shape[0] = 0; }},
+        BadLaunch{"ShapeBeyondNdim", good_add, [](auto& l) { l.shape[1] = 2; }},
+        BadLaunch{"StrideABeyondNdim", good_add, [](auto& l) { l.stride_a[2] = 1; }},
+        BadLaunch{"StrideBBeyondNdim", good_add, [](auto& l) { l.stride_b[3] = 1; }},
+        BadLaunch{"StrideOutBeyondNdim", good_add, [](auto& l) { l.stride_out[1] = 1; }},
+        BadLaunch{"ReluWithB", good_add,
+                  [](auto& l) {
+                      l.kernel = RBLN_FW_KERNEL_RELU;
+                      l.stride_b[0] = 0;
+                  }},
+        BadLaunch{"ReluWithStrideB", good_add,
+                  [](auto& l) {
+                      l.kernel = RBLN_FW_KERNEL_RELU;
+                      l.b = 0;
+                  }},
+        BadLaunch{"AddWithScale", good_add, [](auto& l) { l.scale = 0x40000000; }},
+        BadLaunch{"TooManyElements", good_add,
+                  [](auto& l) {
+                      l.ndim = 4;
+                      l.shape[0] = l.shape[1] = l.shape[2] = l.shape[3] = 1ULL << 20;
+                      l.stride_a[1] = l.stride_a[2] = l.stride_a[3] = 0;
+                      l.stride_b[1] = l.stride_b[2] = l.stride_b[3] = 0;
+                      l.stride_out[1] = l.stride_out[2] = l.stride_out[3] = 0;
+                  }},
+        BadLaunch{"OutBeyondTheAddressSpace", good_add,
+                  [](auto& l) { l.stride_out[0] = 1LL << 61; }},
+        BadLaunch{"ABelowAddressZero", good_add, [](auto& l) { l.stride_a[0] = -(1LL << 40); }},
+        BadLaunch{"MatmulNdim1", good_matmul, [](auto& l) { l.ndim = 1; }},
+        BadLaunch{"MatmulNdim3", good_matmul, [](auto& l) { l.ndim = 3; }},
+        BadLaunch{"MatmulKZero", good_matmul, [](auto& l) { l.shape[2] = 0; }},
+        BadLaunch{"MatmulShape3", good_matmul, [](auto& l) { l.shape[3] = 1; }},
+        BadLaunch{"MatmulStride2", good_matmul, [](auto& l) { l.stride_b[2] = 1; }},
+        BadLaunch{"MatmulWithScale", good_matmul, [](auto& l) { l.scale = 1; }},
+        BadLaunch{"MatmulUnknownDtypeOut", good_matmul, [](auto& l) { l.dtype_out = 0; }},
+        BadLaunch{"MatmulBeyondTheWorkingSet", good_matmul, matmul_2e20_broadcast},
+        BadLaunch{"MatmulOneElementPastTheWorkingSet", good_matmul,
+                  matmul_one_past_the_working_set}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST_F(Kernels, LaunchHeaderFlagsAreBadPacket) {
     CmdBuf cb;

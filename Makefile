@@ -2,9 +2,10 @@
 # The one entry point of rbln.  See README.md.
 #
 #   make               kernel module, librbln, tools and tests
-#   make test          dependencies, lint, host unit tests, VM tests
+#   make test          dependencies, lint, host unit tests, fuzzing, VM tests
 #   make demo          dependencies, build, rbln-smi + workload in the VM
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
+#   make fuzz          libFuzzer targets, ASan + UBSan (FUZZ_SECONDS per target)
 #   make vm CMD="..."  run a command inside the VM with emulated cards
 #   make dkms-install  dkms add/build/install for the VM kernel
 #   make install       udev rule, rbln-smi and librbln (PREFIX=/usr/local)
@@ -29,12 +30,12 @@ VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
 .PHONY: all deps kernel userspace test demo bench vm dkms-install install lint \
-        lint-kernel lint-user test-host test-vm clean help
+        lint-kernel lint-user test-host test-vm fuzz clean help
 
 all: kernel userspace
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/scripts/install-deps.sh >/dev/null
@@ -61,6 +62,11 @@ lint-user: $(CMAKE_B)/CMakeCache.txt
 test-host: userspace
 	ctest --test-dir $(CMAKE_B) --output-on-failure -j$(JOBS)
 
+# tests/fuzz in its own clang build (build/fuzz); make test fuzzes each
+# target for 30 s after its seeds.
+fuzz:
+	$(TOP)/tools/scripts/fuzz.sh
+
 # Everything that needs the kernel module and the emulated card.
 test-vm: kernel userspace
 	$(TOP)/tools/scripts/test-vm.sh
@@ -83,7 +89,7 @@ test: deps $(CMAKE_B)/CMakeCache.txt
 		exec nice -n 19 "$$0" "$$1"' $(TOP)/tools/scripts/lint-user.sh \
 		$(CMAKE_B) > $$log 2>&1 & tidy=$$!; \
 	trap 'kill -- -'$$tidy' '$$tidy' 2>/dev/null' EXIT; \
-	for phase in all test-host test-vm; do \
+	for phase in all test-host fuzz test-vm; do \
 		t=$$(date +%s); $(MAKE) $$phase; \
 		times="$$times $$phase $$(( $$(date +%s) - t ))s"; \
 	done; \
@@ -116,4 +122,4 @@ install: userspace
 
 clean:
 	-$(MAKE) -C kernel KDIR=$(KDIR) clean
-	rm -rf $(CMAKE_B) $(BUILD)/vm $(BUILD)/vm-runs $(BUILD)/runner-warn
+	rm -rf $(CMAKE_B) $(BUILD)/vm $(BUILD)/vm-runs $(BUILD)/runner-warn $(BUILD)/fuzz

@@ -202,6 +202,13 @@ public:
         return false;
     }
 
+    // Forgets the log lines and interrupts seen so far (long runs: fuzzing).
+    void forget_history() {
+        const std::lock_guard<std::mutex> lk(mu_);
+        log_lines.clear();
+        irqs.clear();
+    }
+
     // Interrupts raised on `vector` so far (ring threads raise them too).
     std::size_t irq_count(unsigned vector) {
         const std::lock_guard<std::mutex> lk(mu_);

@@ -17,7 +17,8 @@ mkdir -p "$top/build"
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       liburing-dev libdrm-dev libnuma-dev libgtest-dev libgmock-dev
       libbenchmark-dev dkms sparse linux-source-6.12
-      g++ make bc python3 clang-format clang-tidy)	# build, runner, JSON check, lint
+      g++ make bc python3 clang-format clang-tidy	# build, runner, JSON check, lint
+      clang libclang-rt-14-dev)			# tests/fuzz (libFuzzer, sanitizers)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

@@ -32,6 +32,12 @@ if [ "${#user[@]}" -gt 0 ]; then
 	if [ "$mode" != skip ] && [ "${#tus[@]}" -gt 0 ]; then
 		[ -f "$bdir/compile_commands.json" ] ||
 			cmake -S "$top" -B "$bdir" -G "Unix Makefiles" >/dev/null
+		# tests/fuzz builds only in the clang fuzzing build: its flags
+		# come from there (configured here if need be, no build).
+		export RBLN_FUZZ_BUILD=$top/build/fuzz
+		if printf '%s\n' "${tus[@]}" | grep -q '^tests/fuzz/'; then
+			"$top/tools/scripts/fuzz.sh" --configure-only >/dev/null
+		fi
 		# Test binaries built in unity batches (RBLN_UNITY_TESTS): the
 		# batches are what compile_commands.json lists, and what gets
 		# linted, in place of their member files (diagnostics still name
@@ -53,6 +59,7 @@ if [ "${#user[@]}" -gt 0 ]; then
 			printf '%s\n' "${tus[@]}" | grep '^tests/'
 		} | xargs -r -P "$(nproc)" -n 1 sh -c '
 				case $1 in
+				tests/fuzz/*) exec clang-tidy -p "$RBLN_FUZZ_BUILD" --quiet --checks="-clang-analyzer-*" "$1" ;;
 				tests/*) exec clang-tidy -p "$0" --quiet --checks="-clang-analyzer-*" "$1" ;;
 				*/Unity/*) exec clang-tidy -p "$0" --quiet --checks="-clang-analyzer-*,-bugprone-suspicious-include" "$1" ;;
 				*) exec clang-tidy -p "$0" --quiet "$1" ;;

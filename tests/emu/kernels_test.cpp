@@ -696,6 +696,81 @@ TEST_F(Kernels, TensorsThatDoNotTranslateFailWithTheirFaultAndWriteNothing) {
     }
 }
 
+// --- long LAUNCHes and MMU changes -------------------------------------------------------
+
+// ADD over 2^40 elements broadcast from one each: runs until stopped.
+rbln_fw_pkt_launch endless_add() {
+    rbln_fw_pkt_launch l = good_add();
+    l.shape[0] = 1ULL << 40;
+    l.stride_a[0] = l.stride_b[0] = l.stride_out[0] = 0;
+    return l;
+}
+
+// The job on ring 0 has begun its packet.
+void wait_running(FakeHost& h, std::uint64_t packets_before) {
+    ASSERT_TRUE(eventually([&] { return h.card.stats().packets > packets_before; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // inside, holding the MMU
+}
+
+// An MMU change waited for a running packet's hold, and the admin ring --
+// RING_STOP, the heartbeat's event loop -- with it: a job that never ends
+// wedged the card for every client.
+TEST_F(Kernels, TlbInvalidateCompletesWhileALaunchThatNeverEndsRuns) {
+    FakeHost& h = t.h;
+    const std::uint64_t before = h.card.stats().packets;
+    CmdBuf cb;
+    cb.launch(endless_add());
+    const std::uint64_t s = t.submit(0, cb);
+    wait_running(h, before);
+    EXPECT_EQ(t.invalidate(TestCard::kAsid, 0, 0), RBLN_FW_ST_OK);
+    EXPECT_EQ(t.invalidate(TestCard::kAsid + 1, 0, 0), RBLN_FW_ST_OK);
+    EXPECT_FALSE(h.pop_job_cpl(0).has_value()) << "the kernel goes on";
+    EXPECT_EQ(h.stop_ring(0), RBLN_FW_ST_OK);
+    const auto cpl = h.pop_job_cpl(0);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, s);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+}
+
+TEST_F(Kernels, ALaunchThatLetsMmuChangesPassComputesEveryElement) {
+    // 64 passes over 2^20 fp32 elements in host memory: out = a + b.
+    FakeHost& h = t.h;
+    constexpr std::uint64_t n = 1ULL << 20;
+    for (std::uint64_t i = 0; i < n; i++) {
+        const float a = static_cast<float>(i);
+        const float b = static_cast<float>(2 * i);
+        std::memcpy(t.host(4 * i), &a, 4);
+        std::memcpy(t.host(4 * n + 4 * i), &b, 4);
+    }
+    std::memset(t.hbm(0, 0), 0, 4 * n);
+    rbln_fw_pkt_launch l = good_add();
+    l.ndim = 2;
+    l.shape[0] = 64;
+    l.shape[1] = n;
+    l.stride_a[0] = l.stride_b[0] = l.stride_out[0] = 0;
+    l.stride_a[1] = l.stride_b[1] = l.stride_out[1] = 1;
+    l.b = TestCard::kVaHost + 4 * n;
+    const std::uint64_t before = h.card.stats().packets;
+    CmdBuf cb;
+    cb.launch(l);
+    const std::uint64_t s = t.submit(0, cb);
+    wait_running(h, before);
+    unsigned passed = 0; // invalidations done while the kernel ran
+    while (h.load(h.ring_ctrl(0).done_seqno) < s) {
+        ASSERT_EQ(t.invalidate(TestCard::kAsid, 0, 0), RBLN_FW_ST_OK);
+        passed += h.load(h.ring_ctrl(0).done_seqno) < s ? 1 : 0;
+    }
+    const auto cpl = h.pop_job_cpl(0);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_OK);
+    EXPECT_GT(passed, 0U) << "no invalidation got through while the kernel ran";
+    for (std::uint64_t i = 0; i < n; i++) {
+        float o = 0;
+        std::memcpy(&o, t.hbm(0, 4 * i), 4);
+        ASSERT_EQ(o, static_cast<float>(3 * i)) << i;
+    }
+}
+
 // --- the computations directly: both implementations agree --------------------------------
 
 TEST(KernelCompute, GenericAndAvx2ElementwiseAndMatmulGiveTheSameResults) {

@@ -113,6 +113,14 @@ public:
         return hold_->translate_into(asid_, va, len, access, spans);
     }
 
+    bool yield() override {
+        if (!hold_ || !hold_->change_waiting())
+            return false;
+        hold_.reset(); // the waiting change goes first: it blocks new holds
+        hold_.emplace(port_);
+        return true;
+    }
+
     // One packet's hold of the MMU.
     class Scope {
     public:
@@ -438,12 +446,14 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
             return PacketResult::ok(); // rows of nothing: no access at all
         const Memory::Scope hold(mem);
         // Every row translates before any moves; then row by row.  Up to
-        // 2^64 rows: both passes look at the stop every row.
+        // 2^64 rows: both passes look at the stop every row, and let a
+        // waiting MMU change pass (each row translates anew anyway).
         for (int pass = 0; pass < 2; pass++) {
             for (std::uint32_t z = 0; z < p.depth; z++) {
                 for (std::uint32_t y = 0; y < p.height; y++) {
                     if (stopping())
                         return PacketResult::stopped();
+                    (void)mem.yield();
                     const std::uint64_t s = p.src + z * p.src_slice + y * p.src_pitch;
                     const std::uint64_t t = p.dst + z * p.dst_slice + y * p.dst_pitch;
                     if (auto f = mem.translate(s, p.width, Access::read, spans_))

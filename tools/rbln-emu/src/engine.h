@@ -28,6 +28,13 @@ public:
     // order, or the fault.
     virtual std::optional<MmuFault> translate(std::uint64_t va, std::uint64_t len, Access access,
                                               std::vector<HostSpan>& spans) = 0;
+
+    // A packet that runs long calls this now and then.  If an MMU change
+    // (bind, unbind, invalidate, reset) waits for the packet's hold of the
+    // MMU, it lets the change happen: drops the hold and takes it again.
+    // true if it did: every translation taken before is stale (its pages
+    // may be gone) and must be taken again before the next access.
+    virtual bool yield() { return false; }
 };
 
 // How a packet ended.
@@ -47,5 +54,21 @@ struct PacketResult {
 
 // Set when the ring is stopped: long packets look at it now and then.
 using Cancel = std::atomic<bool>;
+
+// What a long computation looks at between steps: false means stop now (the
+// ring was stopped, or the memory it works on is gone).  Before it returns
+// true it may have let an MMU change happen (JobMemory::yield) and pointed
+// the computation's tensors at the new translations.
+class Checkpoint {
+public:
+    Checkpoint() = default;
+    virtual ~Checkpoint() = default;
+    Checkpoint(const Checkpoint&) = delete;
+    Checkpoint& operator=(const Checkpoint&) = delete;
+    Checkpoint(Checkpoint&&) = delete;
+    Checkpoint& operator=(Checkpoint&&) = delete;
+
+    virtual bool proceed() = 0;
+};
 
 } // namespace rbln::emu

@@ -154,15 +154,15 @@ Loop collapse(unsigned ndim, const Shape& shape, const std::array<Strides, 3>& s
 
 // Calls row(offsets of element 0 of the row, in elements, per tensor) for
 // every row of the innermost dim, until it returns false; false when it
-// did or the ring was stopped.
+// did or the checkpoint (every 64 rows) said to stop.
 template <typename Row>
-bool for_each_row(const Loop& l, unsigned tensors, const Cancel* cancel, Row&& row) {
+bool for_each_row(const Loop& l, unsigned tensors, Checkpoint* cp, Row&& row) {
     const int outer = static_cast<int>(l.ndim) - 1; // dims 0..outer-1 are the outer loops
     std::array<std::uint64_t, RBLN_FW_MAX_DIMS> idx{};
     std::array<std::int64_t, 3> off{};
     std::uint64_t rows = 0;
     while (true) {
-        if (cancel != nullptr && (++rows & 63U) == 0 && cancel->load(std::memory_order_relaxed))
+        if (cp != nullptr && (++rows & 63U) == 0 && !cp->proceed())
             return false;
         if (!row(off))
             return false;
@@ -238,6 +238,8 @@ struct Staged {
         return static_cast<std::uint64_t>(extent.hi - extent.lo);
     }
     [[nodiscard]] bool direct() const { return spans.size() == 1; }
+    // Computed through the copy (else used in place).
+    [[nodiscard]] bool staged() const { return !copy.empty(); }
 
     std::optional<MmuFault> translate(JobMemory& mem, std::uint64_t va, Access access) {
         const auto first = static_cast<std::uint64_t>(static_cast<Wide>(va) + extent.lo);
@@ -384,8 +386,7 @@ const char* check_launch(const rbln_fw_pkt_launch& p) {
 
 bool run_elementwise(std::uint32_t kernel, std::uint32_t dtype_in, std::uint32_t dtype_out,
                      std::uint32_t ndim, const Shape& shape, const TensorRef& a, const TensorRef& b,
-                     const TensorRef& out, float scale, const Cancel* cancel,
-                     const simd::Ops& ops) {
+                     const TensorRef& out, float scale, Checkpoint* cp, const simd::Ops& ops) {
     const bool two = kernel == RBLN_FW_KERNEL_ADD || kernel == RBLN_FW_KERNEL_MUL;
     const unsigned tensors = 3;
     const std::array<Strides, 3> st{a.stride, two ? b.stride : Strides{}, out.stride};
@@ -399,10 +400,11 @@ bool run_elementwise(std::uint32_t kernel, std::uint32_t dtype_in, std::uint32_t
     const std::size_t eo = simd::elem_size(dtype_out);
     std::array<float, kChunk> x{};
     std::array<float, kChunk> y{};
-    return for_each_row(l, tensors, cancel, [&](const std::array<std::int64_t, 3>& off) {
+    // The tensors' bases may move at a checkpoint: every pointer into them
+    // is taken after the last one.
+    return for_each_row(l, tensors, cp, [&](const std::array<std::int64_t, 3>& off) {
         for (std::uint64_t i0 = 0; i0 < n; i0 += kChunk) {
-            if (cancel != nullptr && (i0 / kChunk) % 256 == 255 &&
-                cancel->load(std::memory_order_relaxed))
+            if (cp != nullptr && (i0 / kChunk) % 256 == 255 && !cp->proceed())
                 return false;
             const std::size_t c = std::min<std::uint64_t>(kChunk, n - i0);
             const auto i = static_cast<std::int64_t>(i0);
@@ -433,7 +435,7 @@ bool run_elementwise(std::uint32_t kernel, std::uint32_t dtype_in, std::uint32_t
 
 bool run_matmul(std::uint32_t dtype_in, std::uint32_t dtype_out, std::uint64_t m, std::uint64_t n,
                 std::uint64_t k, const TensorRef& a, const TensorRef& b, const TensorRef& out,
-                const Cancel* cancel, const simd::Ops& ops) {
+                Checkpoint* cp, const simd::Ops& ops) {
     const std::size_t ei = simd::elem_size(dtype_in);
     const std::size_t eo = simd::elem_size(dtype_out);
     // Dense fp32 copies: A (m x k), B (k x n), C (m x n).
@@ -448,8 +450,8 @@ bool run_matmul(std::uint32_t dtype_in, std::uint32_t dtype_out, std::uint64_t m
                &bd[kk * n], n);
     constexpr std::uint64_t kRowsPerStep = 96;
     for (std::uint64_t i0 = 0; i0 < m; i0 += kRowsPerStep) {
-        if (cancel != nullptr && cancel->load(std::memory_order_relaxed))
-            return false;
+        if (cp != nullptr && !cp->proceed())
+            return false; // the dense copies are ours: only out moves
         const std::uint64_t rows = std::min(kRowsPerStep, m - i0);
         ops.sgemm(rows, n, k, &ad[i0 * k], k, bd.data(), n, &cd[i0 * n], n);
     }
@@ -458,6 +460,58 @@ bool run_matmul(std::uint32_t dtype_in, std::uint32_t dtype_out, std::uint64_t m
                 at(out, static_cast<std::int64_t>(i) * out.stride[0], eo), out.stride[1], n);
     return true;
 }
+
+namespace {
+
+// A LAUNCH's checkpoint: the ring's stop, and the MMU changes it lets pass.
+// After one, every tensor translates again.  One used in place points at
+// its memory anew; if that memory is no longer one span, an input is
+// staged from it and an output too (from what it holds now, so elements
+// written before stay as the new memory has them) and written back at the
+// end.  A staged input keeps its snapshot; a staged output is written back
+// to its new spans.  A tensor that no longer translates ends the packet
+// with that fault.
+class LaunchCheckpoint final : public Checkpoint {
+public:
+    LaunchCheckpoint(JobMemory& mem, const Cancel& cancel) : mem_(mem), cancel_(cancel) {}
+
+    void watch(Staged& t, std::uint64_t va, Access access) { tensors_.push_back({&t, va, access}); }
+
+    bool proceed() override {
+        if (cancel_.load(std::memory_order_relaxed))
+            return false;
+        if (!mem_.yield())
+            return true;
+        for (const Watched& w : tensors_) {
+            if (auto f = w.t->translate(mem_, w.va, w.access)) {
+                fault_ = f;
+                return false;
+            }
+            if (w.t->staged())
+                continue;
+            if (w.t->direct())
+                w.t->use_in_place();
+            else
+                w.t->stage_input();
+        }
+        return true;
+    }
+
+    [[nodiscard]] const std::optional<MmuFault>& fault() const { return fault_; }
+
+private:
+    struct Watched {
+        Staged* t;
+        std::uint64_t va;
+        Access access;
+    };
+    JobMemory& mem_;
+    const Cancel& cancel_;
+    std::vector<Watched> tensors_;
+    std::optional<MmuFault> fault_;
+};
+
+} // namespace
 
 PacketResult run_launch(const rbln_fw_pkt_launch& p, JobMemory& mem, const Cancel& cancel) {
     const LaunchLayout l = layout_of(p);
@@ -502,21 +556,26 @@ PacketResult run_launch(const rbln_fw_pkt_launch& p, JobMemory& mem, const Cance
     else
         out.stage_output();
 
+    LaunchCheckpoint cp(mem, cancel);
+    cp.watch(a, p.a, Access::read);
+    if (two)
+        cp.watch(b, p.b, Access::read);
+    cp.watch(out, p.out, Access::write);
     const simd::Ops& ops = simd::best();
     bool done = false;
     if (p.kernel == RBLN_FW_KERNEL_MATMUL) {
         done = run_matmul(p.dtype_in, p.dtype_out, p.shape[0], p.shape[1], p.shape[2], a.ref, b.ref,
-                          out.ref, &cancel, ops);
+                          out.ref, &cp, ops);
     } else {
         Shape shape{};
         std::copy(std::begin(p.shape), std::end(p.shape), shape.begin());
         done = run_elementwise(p.kernel, p.dtype_in, p.dtype_out, p.ndim, shape, a.ref,
                                two ? b.ref : TensorRef{}, out.ref, std::bit_cast<float>(p.scale),
-                               &cancel, ops);
+                               &cp, ops);
     }
     if (!done)
-        return PacketResult::stopped();
-    if (!out.direct())
+        return cp.fault() ? PacketResult::mmu(*cp.fault()) : PacketResult::stopped();
+    if (out.staged())
         out.write_back();
     return PacketResult::ok();
 }

@@ -25,7 +25,9 @@ const char* check_launch(const rbln_fw_pkt_launch& p);
 // Runs a checked LAUNCH: translates every tensor first (a fault moves no
 // byte), then computes.  Inputs that overlap the output in memory are read
 // completely before anything is written; the bytes between output
-// elements are never written.
+// elements are never written.  Now and then it looks at `cancel` and lets
+// a waiting MMU change pass (JobMemory::yield), after which it takes its
+// tensors' translations again and goes on with them.
 PacketResult run_launch(const rbln_fw_pkt_launch& p, JobMemory& mem, const Cancel& cancel);
 
 // A tensor in host memory: element 0 at `base`, strides in elements.
@@ -35,13 +37,14 @@ struct TensorRef {
 };
 
 // The computations on host memory (run_launch and the tests use them).
-// false when cancelled.  `b` is read by ADD and MUL only.
+// false when the checkpoint (may be null) said to stop.  `b` is read by ADD
+// and MUL only.
 bool run_elementwise(std::uint32_t kernel, std::uint32_t dtype_in, std::uint32_t dtype_out,
                      std::uint32_t ndim, const std::array<std::uint64_t, RBLN_FW_MAX_DIMS>& shape,
                      const TensorRef& a, const TensorRef& b, const TensorRef& out, float scale,
-                     const Cancel* cancel, const simd::Ops& ops);
+                     Checkpoint* cp, const simd::Ops& ops);
 bool run_matmul(std::uint32_t dtype_in, std::uint32_t dtype_out, std::uint64_t m, std::uint64_t n,
                 std::uint64_t k, const TensorRef& a, const TensorRef& b, const TensorRef& out,
-                const Cancel* cancel, const simd::Ops& ops);
+                Checkpoint* cp, const simd::Ops& ops);
 
 } // namespace rbln::emu

@@ -46,9 +46,9 @@ void SharedGate::unlock_shared() {
 
 void SharedGate::lock() {
     std::unique_lock<std::mutex> lk(mu_);
-    writers_waiting_++;
+    writers_waiting_.fetch_add(1, std::memory_order_relaxed);
     cv_.wait(lk, [this] { return !writer_ && readers_ == 0; });
-    writers_waiting_--;
+    writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
     writer_ = true;
 }
 
@@ -87,6 +87,10 @@ Mmu::Hold::Hold(Port& port) : port_(port) {
 
 Mmu::Hold::~Hold() {
     port_.mmu_.gate_.unlock_shared();
+}
+
+bool Mmu::Hold::change_waiting() const {
+    return port_.mmu_.gate_.writer_waiting();
 }
 
 std::optional<MmuFault> Mmu::Hold::translate_into(std::uint32_t asid, std::uint64_t va,

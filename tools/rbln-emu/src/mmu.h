@@ -94,12 +94,16 @@ public:
     void unlock_shared();
     void lock();
     void unlock();
+    // A writer waits (readers holding the gate for long should let it in).
+    [[nodiscard]] bool writer_waiting() const {
+        return writers_waiting_.load(std::memory_order_relaxed) != 0;
+    }
 
 private:
     std::mutex mu_;
     std::condition_variable cv_;
     unsigned readers_ = 0;
-    unsigned writers_waiting_ = 0;
+    std::atomic<unsigned> writers_waiting_{0}; // changed under mu_
     bool writer_ = false;
 };
 
@@ -278,6 +282,8 @@ public:
     // range is not wholly RAM.  Counted like the translations.
     std::optional<MmuFault> translate_dma_into(std::uint64_t addr, std::uint64_t len, Access access,
                                                std::vector<HostSpan>& spans);
+    // A change of the MMU waits for this hold (and every other) to end.
+    [[nodiscard]] bool change_waiting() const;
 
 private:
     Port& port_;

@@ -8,7 +8,8 @@
 // must hold for every input (rbln_fw_cmd.md):
 //   - the job completes with its own seqno and a status of rbln_fw_cmd.h;
 //   - a job still running after kStuck (a WAIT nobody satisfies, a long
-//     kernel) is ended by RING_STOP, and the ring can be set up again;
+//     kernel) does not hold up a TLB_INVALIDATE, is ended by RING_STOP, and
+//     the ring can be set up again;
 //   - the firmware stays READY: nothing a user job holds crashes it;
 //   - and, under ASan/UBSan, no memory error or undefined behaviour.
 // RBLN_FUZZ_SEEDS=DIR writes a seed corpus of well-formed jobs and exits.
@@ -76,7 +77,11 @@ public:
             h_.submit_job(0, FakeHost::job(kAsid, kVaCmd, static_cast<std::uint32_t>(size)));
         std::optional<rbln_fw_job_cpl> cpl = h_.wait_job_cpl(0, kStuck);
         if (!cpl) {
-            // Blocked or long: the driver's job timeout stops the ring.
+            // Blocked or long.  An MMU change (another client freeing a
+            // buffer) must not wait for it (libFuzzer's -timeout catches
+            // one that does); then the driver's job timeout stops the ring.
+            if (const std::uint16_t st = invalidate_all(); st != RBLN_FW_ST_OK)
+                die("TLB_INVALIDATE beside a busy ring failed", st);
             if (const std::uint16_t st = h_.stop_ring(0); st != RBLN_FW_ST_OK)
                 die("RING_STOP of a busy ring failed", st);
             cpl = h_.wait_job_cpl(0, 10s);
@@ -96,6 +101,12 @@ public:
     }
 
 private:
+    std::uint16_t invalidate_all() {
+        rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_TLB_INVALIDATE);
+        req.args[0] = kAsid; // va 0, size 0: the whole address space
+        return h_.admin(req);
+    }
+
     FakeHost h_;
     PageTableBuilder pt_;
 };

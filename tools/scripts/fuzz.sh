@@ -12,6 +12,8 @@
 #
 #   fuzz.sh [TARGET...]      emu_cmd, umd_parse (default: both)
 #   fuzz.sh --configure-only configure build/fuzz (for clang-tidy), no build
+#   fuzz.sh --build-only     configure and build, run nothing (the VM tier
+#                            runs rbln_uapi_fuzz inside the VM)
 #   FUZZ_SECONDS=N           fuzzing time per target (default 30)
 set -euo pipefail
 
@@ -40,11 +42,13 @@ secs=${FUZZ_SECONDS:-30}
 
 cmake --build "$b" -j"$(nproc)" > "$b/build.log" 2>&1 ||
 	{ grep -E 'error|Error' "$b/build.log" >&2 || tail -n 40 "$b/build.log" >&2; exit 1; }
+[ "${1:-}" = --build-only ] && exit 0
 
 mkdir -p "$b/artifacts"
 for t in "${targets[@]}"; do
 	bin=$b/tests/fuzz/rbln_${t}_fuzz
 	[ -x "$bin" ] || { echo "fuzz: no target '$t'" >&2; exit 2; }
+	[ "$t" != uapi ] || { echo "fuzz: uapi runs in the VM (tools/scripts/test-vm.sh)" >&2; exit 2; }
 	seeds=$b/seeds/$t
 	corpus=$b/corpus/$t
 	rm -rf "$seeds"

@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Inside the VM (tools/scripts/test-vm.sh): fuzzes rbln.ko's ioctls with
+# rbln_uapi_fuzz for SECONDS, from its seeds.  A failing input is copied to
+# the run's results (build/vm-runs/<run>/results, kept on failure).
+# usage: uapi-in-vm.sh FUZZ_BUILD_DIR [SECONDS]
+set -u
+bin=$1/tests/fuzz/rbln_uapi_fuzz
+secs=${2:-60}
+work=$(mktemp -d)
+out=${RBLN_VM_RESULTS:-$work}
+RBLN_FUZZ_SEEDS="$work/seeds" "$bin" || exit 1
+mkdir -p "$work/corpus"
+"$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+	-artifact_prefix="$out/uapi-" "$work/corpus" "$work/seeds" > "$work/log" 2>&1
+rc=$?
+if [ "$rc" != 0 ]; then
+	grep -v '^#[0-9]' "$work/log" | tail -n 60
+	echo "uapi fuzz: failed (rc $rc); input in $out"
+	exit 1
+fi
+grep '^uapi_fuzz: ioctls' "$work/log"
+echo "uapi fuzz: clean: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log") inputs" \
+	"in ${secs}s, $(grep -o 'cov: [0-9]*' "$work/log" | tail -n 1), taint $(cat /proc/sys/kernel/tainted)"

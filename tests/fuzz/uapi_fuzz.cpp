@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0
+// libFuzzer target, run inside the VM: rbln.ko's ioctls with fuzzed structs.
+//
+// Each input is one client: /dev/accel/accel0 opened, a small world made
+// (a host BO, an HBM BO, a mapped command BO holding a NOP, a queue and a
+// syncobj), then up to 64 operations read from the input, then the file
+// closed (the kernel frees what is left, jobs in flight included).  An
+// operation is a selector byte and the bytes of its ioctl struct, taken as
+// they are except that
+//   - handles and queue ids name the world's objects unless their top bit
+//     is set (then the low 31 bits are used as they are);
+//   - user pointers point into this process's scratch memory (or, with
+//     their top bit set, at an address that is never mapped), so the
+//     kernel's writes cannot land on the fuzzer's own data;
+//   - sizes of memory to create or pin are cut to 64 MiB / 1 MiB, and
+//     WAIT deadlines to 2 ms from now.
+// What must hold: every ioctl returns; the kernel's taint flags stay as
+// they were (a WARN or an oops taints it; the dmesg tail is printed and
+// the input is kept); and, under ASan, this process stays sound.
+// RBLN_FUZZ_SEEDS=DIR writes a seed corpus and exits.
+#include <drm.h>
+#include <drm/rbln_accel.h>
+#include <rbln_fw_cmd.h>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kScratch = 1 << 20; // pointer targets, page aligned
+constexpr std::uint64_t kNever = 0x10;    // the zero page: never mapped
+constexpr std::uint64_t kMaxCreate = 64ULL << 20;
+constexpr std::size_t kMaxOps = 64;
+
+constexpr std::array<const char*, 9> kOpNames{"GET_INFO",   "BO_CREATE",    "BO_INFO",
+                                              "BO_USERPTR", "QUEUE_CREATE", "QUEUE_DESTROY",
+                                              "SUBMIT",     "WAIT",         "GEM_CLOSE"};
+
+// Per ioctl: calls that failed, calls that succeeded.
+std::array<std::array<std::uint64_t, 2>, kOpNames.size()>& tally() {
+    static std::array<std::array<std::uint64_t, 2>, kOpNames.size()> t{};
+    return t;
+}
+
+// RBLN_FUZZ_TRACE=1: every ioctl's outcome on stderr (replaying an input).
+bool trace() {
+    static const bool on = std::getenv("RBLN_FUZZ_TRACE") != nullptr;
+    return on;
+}
+
+void print_tally() {
+    std::fprintf(stderr, "uapi_fuzz: ioctls accepted / called:");
+    for (std::size_t i = 0; i < kOpNames.size(); i++) {
+        const std::uint64_t ok = tally().at(i)[1];
+        const std::uint64_t all = tally().at(i)[0] + ok;
+        std::fprintf(stderr, " %s %llu/%llu", kOpNames.at(i), static_cast<unsigned long long>(ok),
+                     static_cast<unsigned long long>(all));
+    }
+    std::fprintf(stderr, "\n");
+}
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "uapi_fuzz: %s\n", what.c_str());
+    std::fflush(stderr);
+    std::system("dmesg | tail -n 40 >&2");
+    std::abort();
+}
+
+std::string tainted() {
+    std::ifstream f("/proc/sys/kernel/tainted");
+    std::string s;
+    std::getline(f, s);
+    return s;
+}
+
+// The bytes of the input, read front to back (zeros once it runs out).
+class Input {
+public:
+    Input(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {}
+    [[nodiscard]] bool empty() const { return at_ >= n_; }
+    template <typename T> T take() {
+        T v{};
+        const std::size_t k = std::min(sizeof(T), n_ - std::min(at_, n_));
+        std::memcpy(&v, d_ + std::min(at_, n_), k);
+        at_ += sizeof(T);
+        return v;
+    }
+
+private:
+    const std::uint8_t* d_;
+    std::size_t n_;
+    std::size_t at_ = 0;
+};
+
+class Client {
+public:
+    explicit Client(std::byte* scratch) : scratch_(scratch) {
+        fd_ = ::open("/dev/accel/accel0", O_RDWR | O_CLOEXEC);
+        if (fd_ < 0)
+            die("cannot open /dev/accel/accel0: " + std::string(std::strerror(errno)));
+        bos_.push_back(create(64 << 10, RBLN_REGION_HOST));
+        bos_.push_back(create(64 << 10, RBLN_REGION_HBM));
+        cmd_ = create(4096, RBLN_REGION_HOST);
+        bos_.push_back(cmd_);
+        drm_rbln_bo_info info{};
+        info.handle = cmd_;
+        if (::ioctl(fd_, DRM_IOCTL_RBLN_BO_INFO, &info) != 0)
+            die("BO_INFO of the command buffer failed");
+        void* m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                         static_cast<off_t>(info.mmap_offset));
+        if (m == MAP_FAILED)
+            die("cannot map the command buffer");
+        map_ = static_cast<std::byte*>(m);
+        const std::uint64_t nop = RBLN_FW_PKT_HDR(RBLN_FW_PKT_NOP, 0, 8);
+        std::memcpy(map_, &nop, sizeof(nop));
+        drm_rbln_queue_create q{};
+        q.chiplet_mask = 1;
+        if (::ioctl(fd_, DRM_IOCTL_RBLN_QUEUE_CREATE, &q) != 0)
+            die("QUEUE_CREATE failed");
+        queues_.push_back(q.queue_id);
+        drm_syncobj_create s{};
+        if (::ioctl(fd_, DRM_IOCTL_SYNCOBJ_CREATE, &s) != 0)
+            die("SYNCOBJ_CREATE failed");
+        syncobjs_.push_back(s.handle);
+    }
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+    Client(Client&&) = delete;
+    Client& operator=(Client&&) = delete;
+    ~Client() {
+        ::munmap(map_, 4096);
+        ::close(fd_);
+    }
+
+    void run(Input& in) {
+        for (std::size_t i = 0; i < kMaxOps && !in.empty(); i++)
+            op(in);
+    }
+
+private:
+    std::uint32_t create(std::uint64_t size, std::uint32_t region) {
+        drm_rbln_bo_create c{};
+        c.size = size;
+        c.region = region;
+        if (::ioctl(fd_, DRM_IOCTL_RBLN_BO_CREATE, &c) != 0)
+            die("BO_CREATE of the world failed: " + std::string(std::strerror(errno)));
+        return c.handle;
+    }
+
+    static std::uint32_t pick(const std::vector<std::uint32_t>& v, std::uint32_t x) {
+        if ((x & 0x80000000U) != 0 || v.empty())
+            return x & 0x7fffffffU;
+        return v[x % v.size()];
+    }
+    std::uint32_t bo(std::uint32_t x) const { return pick(bos_, x); }
+    std::uint32_t queue(std::uint32_t x) const { return pick(queues_, x); }
+    std::uint32_t syncobj(std::uint32_t x) const { return pick(syncobjs_, x); }
+
+    // A user pointer for @len bytes: into the scratch memory, or never mapped.
+    std::uint64_t ptr(std::uint64_t x, std::uint64_t len) const {
+        if ((x >> 63) != 0 || len > kScratch)
+            return kNever;
+        const std::uint64_t off = (x % (kScratch - len + 1)) & ~std::uint64_t{7};
+        return reinterpret_cast<std::uintptr_t>(scratch_ + off);
+    }
+
+    template <typename T> void call(unsigned op, unsigned long req, T& arg) {
+        // Any errno is an answer; the tally shows how deep the inputs get.
+        const bool ok = ::ioctl(fd_, req, &arg) == 0;
+        tally().at(op).at(ok ? 1 : 0)++;
+        if (trace())
+            std::fprintf(stderr, "%s: %s\n", kOpNames.at(op), ok ? "ok" : std::strerror(errno));
+    }
+
+    // Selector bit 7: the struct is made well formed first (known flags,
+    // zero padding and outputs, right element sizes, small counts), so the
+    // input gets past validation to the paths behind it.
+    void op(Input& in) {
+        const auto sel = in.take<std::uint8_t>();
+        const bool formed = (sel & 0x80U) != 0;
+        switch ((sel & 0x7fU) % 10) {
+        case 0: {
+            auto a = in.take<drm_rbln_get_info>();
+            if (formed) {
+                a.type = 1 + a.type % 4;
+                a.size %= 1024;
+                a.flags = 0;
+                a.pad = 0;
+            }
+            a.ptr = ptr(a.ptr, a.size);
+            call(0, DRM_IOCTL_RBLN_GET_INFO, a);
+            break;
+        }
+        case 1: {
+            auto a = in.take<drm_rbln_bo_create>();
+            a.size %= kMaxCreate + 1;
+            if (formed) {
+                a.region %= 3;
+                a.chiplet %= 4;
+                a.flags &= RBLN_BO_DEVICE_READ_ONLY;
+                a.handle = 0;
+                a.device_va = 0;
+            }
+            call(1, DRM_IOCTL_RBLN_BO_CREATE, a);
+            if (a.handle != 0)
+                bos_.push_back(a.handle);
+            break;
+        }
+        case 2: {
+            auto a = in.take<drm_rbln_bo_info>();
+            a.handle = bo(a.handle);
+            if (formed) {
+                const std::uint32_t h = a.handle;
+                a = drm_rbln_bo_info{};
+                a.handle = h;
+            }
+            call(2, DRM_IOCTL_RBLN_BO_INFO, a);
+            break;
+        }
+        case 3: {
+            auto a = in.take<drm_rbln_bo_userptr>();
+            a.size %= kScratch + 1;
+            if (formed) {
+                a.size &= ~std::uint64_t{0xfff};
+                a.flags &= RBLN_BO_DEVICE_READ_ONLY;
+                a.handle = 0;
+                a.device_va = 0;
+            }
+            a.addr = (a.addr >> 63) != 0 ? a.addr & 0x7fffffffffffffffULL
+                                         : ptr(a.addr & ~std::uint64_t{0xfff}, a.size);
+            call(3, DRM_IOCTL_RBLN_BO_USERPTR, a);
+            if (a.handle != 0)
+                bos_.push_back(a.handle);
+            break;
+        }
+        case 4: {
+            auto a = in.take<drm_rbln_queue_create>();
+            if (formed) {
+                a.chiplet_mask = 1U << (a.chiplet_mask % 4);
+                a.priority %= 2;
+                a.flags = 0;
+                a.queue_id = 0;
+            }
+            call(4, DRM_IOCTL_RBLN_QUEUE_CREATE, a);
+            if (a.queue_id != 0)
+                queues_.push_back(a.queue_id);
+            break;
+        }
+        case 5: {
+            auto a = in.take<drm_rbln_queue_destroy>();
+            a.queue_id = queue(a.queue_id);
+            if (formed)
+                a.pad = 0;
+            call(5, DRM_IOCTL_RBLN_QUEUE_DESTROY, a);
+            break;
+        }
+        case 6: {
+            auto a = in.take<drm_rbln_submit>();
+            const bool any_cmd = (a.flags & 0x80000000U) != 0; // else the mapped one
+            if (formed) {
+                a.flags &= RBLN_SUBMIT_NO_IMPLICIT_WAIT;
+                a.out_flags = 0;
+                a.cmd_offset = (a.cmd_offset % 512) * 8;
+                a.cmd_size =
+                    8 * (1 + a.cmd_size % static_cast<std::uint32_t>(512 - a.cmd_offset / 8));
+                a.bo_count %= 9;
+                a.bo_elem_size = sizeof(std::uint32_t);
+                a.bo_handles &= ~(std::uint64_t{1} << 63);
+                a.in_count = a.in_count % 4 == 3 ? 1 + a.in_count % 4 : 0;
+                a.in_elem_size = sizeof(drm_rbln_sync);
+                a.in_syncs &= ~(std::uint64_t{1} << 63);
+                if (a.out_handle == 0)
+                    a.out_point = 0;
+                a.seqno = 0;
+            }
+            a.queue_id = queue(a.queue_id);
+            a.cmd_handle = any_cmd ? bo(a.cmd_handle) : cmd_;
+            const std::size_t nb = std::min<std::size_t>(a.bo_count, 8);
+            auto* handles = reinterpret_cast<std::uint32_t*>(scratch_);
+            for (std::size_t i = 0; i < nb; i++)
+                handles[i] = bo(in.take<std::uint32_t>());
+            a.bo_handles =
+                (a.bo_handles >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(handles);
+            auto* syncs = reinterpret_cast<drm_rbln_sync*>(scratch_ + 64);
+            const std::size_t ns = std::min<std::size_t>(a.in_count, 4);
+            for (std::size_t i = 0; i < ns; i++) {
+                syncs[i] = in.take<drm_rbln_sync>();
+                syncs[i].handle = syncobj(syncs[i].handle);
+                if (formed)
+                    syncs[i].flags = 0;
+            }
+            a.in_syncs = (a.in_syncs >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(syncs);
+            if (a.out_handle != 0)
+                a.out_handle = syncobj(a.out_handle);
+            call(6, DRM_IOCTL_RBLN_SUBMIT, a);
+            break;
+        }
+        case 7: {
+            auto a = in.take<drm_rbln_wait>();
+            if (formed) {
+                a.flags &= RBLN_WAIT_SYNCOBJ;
+                a.job_error = 0;
+                a.pad = 0;
+                a.sync.flags = 0;
+                if ((a.flags & RBLN_WAIT_SYNCOBJ) != 0) {
+                    a.queue_id = 0;
+                    a.seqno = 0;
+                    a.sync.handle |= 1; // one of the client's syncobjs
+                } else {
+                    a.sync = drm_rbln_sync{};
+                    a.seqno %= 4;    // this input's first submits
+                    a.queue_id |= 1; // one of the client's queues
+                }
+            }
+            // 0 stays 0: the mode not used needs zero fields.
+            if (a.queue_id != 0)
+                a.queue_id = queue(a.queue_id);
+            if (a.sync.handle != 0)
+                a.sync.handle = syncobj(a.sync.handle);
+            timespec now{};
+            ::clock_gettime(CLOCK_MONOTONIC, &now);
+            a.timeout_ns =
+                now.tv_sec * 1'000'000'000LL + now.tv_nsec +
+                static_cast<std::int64_t>(static_cast<std::uint64_t>(a.timeout_ns) % 2'000'000);
+            call(7, DRM_IOCTL_RBLN_WAIT, a);
+            break;
+        }
+        case 8: {
+            drm_gem_close a{};
+            a.handle = bo(in.take<std::uint32_t>());
+            a.pad = in.take<std::uint8_t>() == 0xff ? 1 : 0;
+            call(8, DRM_IOCTL_GEM_CLOSE, a);
+            break;
+        }
+        default: { // command buffer bytes at an 8-byte offset
+            const std::size_t off = (in.take<std::uint16_t>() % 512) * 8;
+            const auto words =
+                std::min<std::size_t>(in.take<std::uint8_t>() % 16 + 1, (4096 - off) / 8);
+            for (std::size_t i = 0; i < words; i++) {
+                const auto w = in.take<std::uint64_t>();
+                std::memcpy(map_ + off + 8 * i, &w, 8);
+            }
+            break;
+        }
+        }
+    }
+
+    std::byte* scratch_;
+    int fd_ = -1;
+    std::byte* map_ = nullptr;
+    std::uint32_t cmd_ = 0;
+    std::vector<std::uint32_t> bos_;
+    std::vector<std::uint32_t> queues_;
+    std::vector<std::uint32_t> syncobjs_;
+};
+
+std::byte* scratch() {
+    static std::byte* s = [] {
+        void* m = ::mmap(nullptr, kScratch, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (m == MAP_FAILED)
+            die("cannot map scratch memory");
+        return static_cast<std::byte*>(m);
+    }();
+    return s;
+}
+
+// Operations as the input encodes them.
+class Seed {
+public:
+    template <typename T> Seed& op(std::uint8_t which, const T& arg) {
+        bytes_.push_back(static_cast<char>(which));
+        bytes_.append(reinterpret_cast<const char*>(&arg), sizeof(arg));
+        return *this;
+    }
+    template <typename T> Seed& raw(const T& v) {
+        bytes_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+        return *this;
+    }
+    void write(const std::filesystem::path& p) const {
+        std::ofstream(p, std::ios::binary) << bytes_;
+    }
+
+private:
+    std::string bytes_;
+};
+
+void write_seeds(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
+    drm_rbln_get_info gi{};
+    gi.type = RBLN_INFO_DEVICE;
+    gi.size = sizeof(drm_rbln_info_device);
+    Seed().op(0, gi).write(dir / "get_info");
+    drm_rbln_bo_create bc{};
+    bc.size = 1 << 20;
+    bc.region = RBLN_REGION_HBM;
+    drm_rbln_bo_info bi{};
+    bi.handle = 3;
+    Seed().op(1, bc).op(2, bi).op(8, std::uint32_t{3}).write(dir / "bo");
+    drm_rbln_bo_userptr up{};
+    up.size = 1 << 16;
+    Seed().op(3, up).write(dir / "userptr");
+    drm_rbln_queue_create qc{};
+    qc.chiplet_mask = 2;
+    drm_rbln_queue_destroy qd{};
+    qd.queue_id = 1;
+    Seed().op(4, qc).op(5, qd).write(dir / "queues");
+    drm_rbln_submit s{};
+    s.cmd_size = 8;
+    s.bo_count = 2;
+    s.bo_elem_size = 4;
+    s.out_handle = 1;
+    drm_rbln_wait w{};
+    w.seqno = 1;
+    w.timeout_ns = 1'000'000;
+    Seed().op(6, s).raw(std::uint32_t{0}).raw(std::uint32_t{1}).op(7, w).write(dir / "submit_wait");
+    Seed()
+        .op(0x86, s)
+        .raw(std::uint32_t{0})
+        .raw(std::uint32_t{1})
+        .op(0x87, w)
+        .write(dir / "submit_wait_formed");
+    // After the NOP, a SIGNAL to a VA nothing maps (the job faults): the
+    // three words at offset 8, then a submit of 32 bytes.
+    Seed sig;
+    sig.raw(std::uint8_t{9}).raw(std::uint16_t{1}).raw(std::uint8_t{2});
+    sig.raw(std::uint64_t{RBLN_FW_PKT_HDR(RBLN_FW_PKT_SIGNAL, 0, 24)})
+        .raw(std::uint64_t{0x1000})
+        .raw(std::uint64_t{1});
+    s.cmd_size = 32;
+    sig.op(6, s).raw(std::uint32_t{0}).raw(std::uint32_t{1});
+    sig.write(dir / "fault_job");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+    if (const char* dir = std::getenv("RBLN_FUZZ_SEEDS")) {
+        write_seeds(dir);
+        std::exit(0);
+    }
+    std::atexit(print_tally);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static const std::string taint0 = tainted();
+    {
+        Input in(data, size);
+        Client c(scratch());
+        c.run(in);
+    }
+    if (const std::string t = tainted(); t != taint0)
+        die("the kernel's taint went from " + taint0 + " to " + t);
+    return 0;
+}

@@ -23,6 +23,7 @@
 #include <rbln_fw_cmd.h>
 
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -47,9 +48,10 @@ constexpr std::uint64_t kNever = 0x10;    // the zero page: never mapped
 constexpr std::uint64_t kMaxCreate = 64ULL << 20;
 constexpr std::size_t kMaxOps = 64;
 
-constexpr std::array<const char*, 9> kOpNames{"GET_INFO",   "BO_CREATE",    "BO_INFO",
-                                              "BO_USERPTR", "QUEUE_CREATE", "QUEUE_DESTROY",
-                                              "SUBMIT",     "WAIT",         "GEM_CLOSE"};
+constexpr std::array<const char*, 11> kOpNames{
+    "GET_INFO",      "BO_CREATE", "BO_INFO", "BO_USERPTR", "QUEUE_CREATE",
+    "QUEUE_DESTROY", "SUBMIT",    "WAIT",    "GEM_CLOSE",  "URING_CMD (submitted)",
+    "CQE (res 0)"};
 
 // Per ioctl: calls that failed, calls that succeeded.
 std::array<std::array<std::uint64_t, 2>, kOpNames.size()>& tally() {
@@ -143,8 +145,14 @@ public:
     Client(Client&&) = delete;
     Client& operator=(Client&&) = delete;
     ~Client() {
+        // Pending uring_cmds are cancelled by whichever goes last: the ring
+        // (exit waits for them) or the file.
+        if (ring_up_ && !close_first_)
+            io_uring_queue_exit(&ring_);
         ::munmap(map_, 4096);
         ::close(fd_);
+        if (ring_up_ && close_first_)
+            io_uring_queue_exit(&ring_);
     }
 
     void run(Input& in) {
@@ -187,13 +195,91 @@ private:
             std::fprintf(stderr, "%s: %s\n", kOpNames.at(op), ok ? "ok" : std::strerror(errno));
     }
 
+    // SUBMIT's struct from the input (the ioctl's and the uring_cmd's).
+    drm_rbln_submit submit_args(Input& in, bool formed) {
+        auto a = in.take<drm_rbln_submit>();
+        const bool any_cmd = (a.flags & 0x80000000U) != 0; // else the mapped one
+        if (formed) {
+            a.flags &= RBLN_SUBMIT_NO_IMPLICIT_WAIT;
+            a.out_flags = 0;
+            a.cmd_offset = (a.cmd_offset % 512) * 8;
+            a.cmd_size = 8 * (1 + a.cmd_size % static_cast<std::uint32_t>(512 - a.cmd_offset / 8));
+            a.bo_count %= 9;
+            a.bo_elem_size = sizeof(std::uint32_t);
+            a.bo_handles &= ~(std::uint64_t{1} << 63);
+            a.in_count = a.in_count % 4 == 3 ? 1 + a.in_count % 4 : 0;
+            a.in_elem_size = sizeof(drm_rbln_sync);
+            a.in_syncs &= ~(std::uint64_t{1} << 63);
+            if (a.out_handle == 0)
+                a.out_point = 0;
+            a.seqno = 0;
+        }
+        a.queue_id = queue(a.queue_id);
+        a.cmd_handle = any_cmd ? bo(a.cmd_handle) : cmd_;
+        const std::size_t nb = std::min<std::size_t>(a.bo_count, 8);
+        auto* handles = reinterpret_cast<std::uint32_t*>(scratch_);
+        for (std::size_t i = 0; i < nb; i++)
+            handles[i] = bo(in.take<std::uint32_t>());
+        a.bo_handles =
+            (a.bo_handles >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(handles);
+        auto* syncs = reinterpret_cast<drm_rbln_sync*>(scratch_ + 64);
+        const std::size_t ns = std::min<std::size_t>(a.in_count, 4);
+        for (std::size_t i = 0; i < ns; i++) {
+            syncs[i] = in.take<drm_rbln_sync>();
+            syncs[i].handle = syncobj(syncs[i].handle);
+            if (formed)
+                syncs[i].flags = 0;
+        }
+        a.in_syncs = (a.in_syncs >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(syncs);
+        if (a.out_handle != 0)
+            a.out_handle = syncobj(a.out_handle);
+        return a;
+    }
+
+    // WAIT's struct from the input; a deadline at most 2 ms away, or with
+    // @none_ok and the input's say, none (io_uring: pending until the job
+    // ends or the ring goes).
+    drm_rbln_wait wait_args(Input& in, bool formed, bool none_ok) {
+        auto a = in.take<drm_rbln_wait>();
+        if (formed) {
+            a.flags &= RBLN_WAIT_SYNCOBJ;
+            a.job_error = 0;
+            a.pad = 0;
+            a.sync.flags = 0;
+            if ((a.flags & RBLN_WAIT_SYNCOBJ) != 0) {
+                a.queue_id = 0;
+                a.seqno = 0;
+                a.sync.handle |= 1; // one of the client's syncobjs
+            } else {
+                a.sync = drm_rbln_sync{};
+                a.seqno %= 4;    // this input's first submits
+                a.queue_id |= 1; // one of the client's queues
+            }
+        }
+        // 0 stays 0: the mode not used needs zero fields.
+        if (a.queue_id != 0)
+            a.queue_id = queue(a.queue_id);
+        if (a.sync.handle != 0)
+            a.sync.handle = syncobj(a.sync.handle);
+        if (none_ok && (in.take<std::uint8_t>() & 1U) != 0) {
+            a.timeout_ns = 0;
+            return a;
+        }
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC, &now);
+        a.timeout_ns =
+            now.tv_sec * 1'000'000'000LL + now.tv_nsec +
+            static_cast<std::int64_t>(static_cast<std::uint64_t>(a.timeout_ns) % 2'000'000);
+        return a;
+    }
+
     // Selector bit 7: the struct is made well formed first (known flags,
     // zero padding and outputs, right element sizes, small counts), so the
     // input gets past validation to the paths behind it.
     void op(Input& in) {
         const auto sel = in.take<std::uint8_t>();
         const bool formed = (sel & 0x80U) != 0;
-        switch ((sel & 0x7fU) % 10) {
+        switch ((sel & 0x7fU) % 12) {
         case 0: {
             auto a = in.take<drm_rbln_get_info>();
             if (formed) {
@@ -270,73 +356,12 @@ private:
             break;
         }
         case 6: {
-            auto a = in.take<drm_rbln_submit>();
-            const bool any_cmd = (a.flags & 0x80000000U) != 0; // else the mapped one
-            if (formed) {
-                a.flags &= RBLN_SUBMIT_NO_IMPLICIT_WAIT;
-                a.out_flags = 0;
-                a.cmd_offset = (a.cmd_offset % 512) * 8;
-                a.cmd_size =
-                    8 * (1 + a.cmd_size % static_cast<std::uint32_t>(512 - a.cmd_offset / 8));
-                a.bo_count %= 9;
-                a.bo_elem_size = sizeof(std::uint32_t);
-                a.bo_handles &= ~(std::uint64_t{1} << 63);
-                a.in_count = a.in_count % 4 == 3 ? 1 + a.in_count % 4 : 0;
-                a.in_elem_size = sizeof(drm_rbln_sync);
-                a.in_syncs &= ~(std::uint64_t{1} << 63);
-                if (a.out_handle == 0)
-                    a.out_point = 0;
-                a.seqno = 0;
-            }
-            a.queue_id = queue(a.queue_id);
-            a.cmd_handle = any_cmd ? bo(a.cmd_handle) : cmd_;
-            const std::size_t nb = std::min<std::size_t>(a.bo_count, 8);
-            auto* handles = reinterpret_cast<std::uint32_t*>(scratch_);
-            for (std::size_t i = 0; i < nb; i++)
-                handles[i] = bo(in.take<std::uint32_t>());
-            a.bo_handles =
-                (a.bo_handles >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(handles);
-            auto* syncs = reinterpret_cast<drm_rbln_sync*>(scratch_ + 64);
-            const std::size_t ns = std::min<std::size_t>(a.in_count, 4);
-            for (std::size_t i = 0; i < ns; i++) {
-                syncs[i] = in.take<drm_rbln_sync>();
-                syncs[i].handle = syncobj(syncs[i].handle);
-                if (formed)
-                    syncs[i].flags = 0;
-            }
-            a.in_syncs = (a.in_syncs >> 63) != 0 ? kNever : reinterpret_cast<std::uintptr_t>(syncs);
-            if (a.out_handle != 0)
-                a.out_handle = syncobj(a.out_handle);
+            drm_rbln_submit a = submit_args(in, formed);
             call(6, DRM_IOCTL_RBLN_SUBMIT, a);
             break;
         }
         case 7: {
-            auto a = in.take<drm_rbln_wait>();
-            if (formed) {
-                a.flags &= RBLN_WAIT_SYNCOBJ;
-                a.job_error = 0;
-                a.pad = 0;
-                a.sync.flags = 0;
-                if ((a.flags & RBLN_WAIT_SYNCOBJ) != 0) {
-                    a.queue_id = 0;
-                    a.seqno = 0;
-                    a.sync.handle |= 1; // one of the client's syncobjs
-                } else {
-                    a.sync = drm_rbln_sync{};
-                    a.seqno %= 4;    // this input's first submits
-                    a.queue_id |= 1; // one of the client's queues
-                }
-            }
-            // 0 stays 0: the mode not used needs zero fields.
-            if (a.queue_id != 0)
-                a.queue_id = queue(a.queue_id);
-            if (a.sync.handle != 0)
-                a.sync.handle = syncobj(a.sync.handle);
-            timespec now{};
-            ::clock_gettime(CLOCK_MONOTONIC, &now);
-            a.timeout_ns =
-                now.tv_sec * 1'000'000'000LL + now.tv_nsec +
-                static_cast<std::int64_t>(static_cast<std::uint64_t>(a.timeout_ns) % 2'000'000);
+            drm_rbln_wait a = wait_args(in, formed, false);
             call(7, DRM_IOCTL_RBLN_WAIT, a);
             break;
         }
@@ -347,6 +372,12 @@ private:
             call(8, DRM_IOCTL_GEM_CLOSE, a);
             break;
         }
+        case 10:
+            uring_cmd(in, formed);
+            break;
+        case 11:
+            reap();
+            break;
         default: { // command buffer bytes at an 8-byte offset
             const std::size_t off = (in.take<std::uint16_t>() % 512) * 8;
             const auto words =
@@ -360,8 +391,73 @@ private:
         }
     }
 
+    // IORING_OP_URING_CMD with SUBMIT's or WAIT's struct (or, not formed,
+    // any cmd_op), on a ring made at the first one: SQE128 | CQE32 (and
+    // maybe DEFER_TASKRUN) when formed, else any of those flags.
+    void uring_cmd(Input& in, bool formed) {
+        const auto how = in.take<std::uint8_t>();
+        if (!ring_up_) {
+            unsigned flags = formed ? IORING_SETUP_SQE128 | IORING_SETUP_CQE32
+                                    : ((how & 1U) != 0 ? IORING_SETUP_SQE128 : 0U) |
+                                          ((how & 2U) != 0 ? IORING_SETUP_CQE32 : 0U);
+            if ((how & 4U) != 0)
+                flags |= IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+            if (io_uring_queue_init(16, &ring_, flags) != 0)
+                return;
+            ring_up_ = true;
+            big_sqe_ = (flags & IORING_SETUP_SQE128) != 0;
+            close_first_ = (how & 8U) != 0;
+        }
+        const bool wait = (how & 16U) != 0;
+        std::uint32_t op = wait ? RBLN_URING_CMD_WAIT : RBLN_URING_CMD_SUBMIT;
+        if (!formed && (how & 32U) != 0)
+            op = in.take<std::uint32_t>();
+        std::array<std::byte, 80> payload{};
+        if (wait) {
+            const drm_rbln_wait w = wait_args(in, formed, true);
+            std::memcpy(payload.data(), &w, sizeof(w));
+        } else {
+            const drm_rbln_submit sub = submit_args(in, formed);
+            std::memcpy(payload.data(), &sub, sizeof(sub));
+        }
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        if (sqe == nullptr) {
+            reap();
+            return;
+        }
+        std::memset(static_cast<void*>(sqe), 0, big_sqe_ ? 128 : 64);
+        sqe->opcode = IORING_OP_URING_CMD;
+        sqe->fd = fd_;
+        sqe->cmd_op = op;
+        // A 64-byte SQE has 16 bytes of command.
+        std::memcpy(sqe->cmd, payload.data(), big_sqe_ ? payload.size() : 16);
+        const int n = io_uring_submit(&ring_);
+        tally().at(9).at(n == 1 ? 1 : 0)++;
+    }
+
+    // The CQEs there within 1 ms; none may carry a positive res.
+    void reap() {
+        if (!ring_up_)
+            return;
+        io_uring_cqe* cqe = nullptr;
+        __kernel_timespec ts{0, 1'000'000};
+        if (io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) != 0)
+            return;
+        while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+            if (cqe->res > 0)
+                die("a uring_cmd CQE with res " + std::to_string(cqe->res));
+            tally().at(10).at(cqe->res == 0 ? 1 : 0)++;
+            io_uring_cqe_seen(&ring_, cqe);
+        }
+    }
+
     std::byte* scratch_;
     int fd_ = -1;
+    io_uring ring_{};
+    bool ring_up_ = false;
+    bool big_sqe_ = false;
+    bool close_first_ = false;
+
     std::byte* map_ = nullptr;
     std::uint32_t cmd_ = 0;
     std::vector<std::uint32_t> bos_;
@@ -435,6 +531,19 @@ void write_seeds(const std::filesystem::path& dir) {
         .raw(std::uint32_t{1})
         .op(0x87, w)
         .write(dir / "submit_wait_formed");
+    // io_uring: a SUBMIT, a WAIT without deadline on its seqno, the CQEs.
+    Seed()
+        .raw(std::uint8_t{0x8a})
+        .raw(std::uint8_t{0})
+        .raw(s)
+        .raw(std::uint32_t{0})
+        .raw(std::uint32_t{1})
+        .raw(std::uint8_t{0x8a})
+        .raw(std::uint8_t{16})
+        .raw(w)
+        .raw(std::uint8_t{1})
+        .raw(std::uint8_t{11})
+        .write(dir / "uring_submit_wait");
     // After the NOP, a SIGNAL to a VA nothing maps (the job faults): the
     // three words at offset 8, then a submit of 32 bytes.
     Seed sig;

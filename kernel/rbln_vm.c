@@ -67,9 +67,16 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	struct rbln_device *rdev = vm->rdev;
 	int ret;
 
-	/* No debug access can find the VM (and bind it) from here on. */
+	/*
+	 * No debug access or recovery can find the VM (and bind it) from here
+	 * on, but its ASID stays taken (a reserved entry) until the card has
+	 * unbound it.  Freed at once, a file opened meanwhile could get the
+	 * ASID and bind it, and this VM_UNBIND would then take the new
+	 * file's address space away (the release of a file runs late, in a
+	 * worker, when io_uring held it).
+	 */
 	mutex_lock(&rdev->vm_debug_lock);
-	xa_erase(&rdev->vms, vm->asid);
+	xa_cmpxchg(&rdev->vms, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
 	mutex_unlock(&rdev->vm_debug_lock);
 	if (vm->bound) {
 		ret = rbln_fw_vm_unbind(rdev, vm->asid);
@@ -77,6 +84,7 @@ void rbln_vm_fini(struct rbln_vm *vm)
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
 	}
+	xa_release(&rdev->vms, vm->asid);
 	rbln_pt_free_tree(rdev, vm->root);
 	drm_WARN_ON(&rdev->drm, !drm_mm_clean(&vm->mm));
 	drm_mm_takedown(&vm->mm);

@@ -20,5 +20,11 @@ if [ "$rc" != 0 ]; then
 	exit 1
 fi
 grep '^uapi_fuzz: ioctls' "$work/log"
+# The driver speaks for its clients: the card rejecting one of its admin
+# requests is a driver bug whatever the clients did.
+if dmesg | grep -E 'card rejected admin request|VM_UNBIND of asid'; then
+	echo "uapi fuzz: the card rejected requests of the driver (above)"
+	exit 1
+fi
 echo "uapi fuzz: clean: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log") inputs" \
 	"in ${secs}s, $(grep -o 'cov: [0-9]*' "$work/log" | tail -n 1), taint $(cat /proc/sys/kernel/tainted)"

@@ -503,11 +503,7 @@ TEST_F(Jobs, RingStopEndsAStridedCopyOfEndlessRowsWhileItTranslates) {
     cb.strided(TestCard::kVaHost, TestCard::kVaHost + 64, 1, 0xffffffffU, 0xffffffffU, 0, 0, 0, 0);
     const std::uint64_t s = t.submit(0, cb);
     ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(0).job_head) == 1; }));
-    EXPECT_EQ(h.stop_ring(0), RBLN_FW_ST_OK);
-    const auto cpl = h.pop_job_cpl(0);
-    ASSERT_TRUE(cpl.has_value());
-    EXPECT_EQ(cpl->seqno, s);
-    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+    expect_stop_aborts(h, 0, s);
 }
 
 TEST_F(Jobs, TlbInvalidateCompletesWhileAStridedCopyOfEndlessRowsRuns) {
@@ -519,11 +515,7 @@ TEST_F(Jobs, TlbInvalidateCompletesWhileAStridedCopyOfEndlessRowsRuns) {
     std::this_thread::sleep_for(5ms);
     EXPECT_EQ(t.invalidate(TestCard::kAsid, 0, 0), RBLN_FW_ST_OK);
     EXPECT_FALSE(h.pop_job_cpl(0).has_value()) << "the copy goes on";
-    EXPECT_EQ(h.stop_ring(0), RBLN_FW_ST_OK);
-    const auto cpl = h.pop_job_cpl(0);
-    ASSERT_TRUE(cpl.has_value());
-    EXPECT_EQ(cpl->seqno, s);
-    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+    expect_stop_aborts(h, 0, s);
 }
 
 TEST_F(Jobs, RingSetupOfARingThatIsUpAbortsWhatItHeldAndReplacesIt) {

@@ -128,6 +128,15 @@ public:
     PageTableBuilder pt;
 };
 
+// RING_STOP of a ring still running job `seqno`: the job completes ABORTED.
+inline void expect_stop_aborts(FakeHost& h, unsigned ring, std::uint64_t seqno) {
+    EXPECT_EQ(h.stop_ring(ring), RBLN_FW_ST_OK);
+    const auto cpl = h.pop_job_cpl(ring);
+    ASSERT_TRUE(cpl.has_value()) << "no completion on ring " << ring;
+    EXPECT_EQ(cpl->seqno, seqno);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_ABORTED);
+}
+
 // Waits up to `timeout` for `pred`.
 template <typename Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {

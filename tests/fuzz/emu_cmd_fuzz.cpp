@@ -22,6 +22,7 @@
 
 #include "cmd_builder.h"
 #include "fake_host.h"
+#include "fuzz_seeds.h"
 #include "page_table_builder.h"
 
 namespace {
@@ -197,10 +198,7 @@ void write_seeds(const std::filesystem::path& dir) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    if (const char* dir = std::getenv("RBLN_FUZZ_SEEDS")) {
-        write_seeds(dir);
-        std::exit(0);
-    }
+    rbln::fuzz::write_seeds_if_asked(write_seeds);
     return 0;
 }
 

@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_seeds.h"
+
 namespace {
 
 constexpr std::size_t kScratch = 1 << 20; // pointer targets, page aligned
@@ -559,10 +561,7 @@ void write_seeds(const std::filesystem::path& dir) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    if (const char* dir = std::getenv("RBLN_FUZZ_SEEDS")) {
-        write_seeds(dir);
-        std::exit(0);
-    }
+    rbln::fuzz::write_seeds_if_asked(write_seeds);
     std::atexit(print_tally);
     return 0;
 }

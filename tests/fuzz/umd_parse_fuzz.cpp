@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_seeds.h"
 #include "rbln/allocator.hpp"
 #include "rbln/fdinfo.hpp"
 #include "rbln/fw_ctrl.hpp"
@@ -122,10 +123,7 @@ void write_seeds(const std::filesystem::path& dir) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    if (const char* dir = std::getenv("RBLN_FUZZ_SEEDS")) {
-        write_seeds(dir);
-        std::exit(0);
-    }
+    rbln::fuzz::write_seeds_if_asked(write_seeds);
     return 0;
 }
 

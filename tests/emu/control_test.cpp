@@ -259,6 +259,19 @@ TEST_F(Control, UnknownCommandEmptyLineAndJunkGiveErrors) {
         EXPECT_TRUE(c >= ' ' && c <= '~') << static_cast<int>(c);
 }
 
+// Found by tests/fuzz's emu_control: a key given twice came back raw, NUL
+// and control bytes included, in the one-line reply.
+TEST_F(Control, RepliesQuoteEveryByteOfTheInputTheyRepeat) {
+    for (const std::string& line :
+         {std::string("set k\0\r=1 k\0\r=1", 15), std::string("set \x01=1 \x01=1"),
+          std::string("fault fw-fault \x02=1"), std::string("memcpy-bench \x7f=1")}) {
+        const std::string reply = run(line);
+        EXPECT_TRUE(is_error(reply)) << reply;
+        for (char c : reply)
+            EXPECT_TRUE(c >= ' ' && c <= '~') << static_cast<int>(c) << " in " << reply;
+    }
+}
+
 TEST_F(Control, TrailingCarriageReturnAndExtraSpacesAreAccepted) {
     EXPECT_EQ(run("  set   temp_mc=1\r"), "ok");
     EXPECT_EQ(h.card.telemetry().temp_mc, 1);

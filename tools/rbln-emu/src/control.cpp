@@ -156,7 +156,7 @@ std::string cmd_set(Card& card, const CommandLine& cl) {
         KeyValue kv = split_kv(cl.words[i]);
         for (const KeyValue& seen : kvs) {
             if (seen.key == kv.key)
-                throw CommandError(std::string(kv.key) + ": given twice");
+                throw CommandError(shown(kv.key) + ": given twice");
         }
         kvs.push_back(kv);
     }

@@ -74,16 +74,24 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	 * ASID and bind it, and this VM_UNBIND would then take the new
 	 * file's address space away (the release of a file runs late, in a
 	 * worker, when io_uring held it).
+	 *
+	 * A card recovery restarts the card, which forgets every binding,
+	 * and then binds again the VMs it finds: not this one.  reset_lock
+	 * keeps the recovery out until the unbind is done, and a card that
+	 * is not READY (a recovery to come, or a dead card) holds nothing to
+	 * unbind.
 	 */
+	mutex_lock(&rdev->reset_lock);
 	mutex_lock(&rdev->vm_debug_lock);
 	xa_cmpxchg(&rdev->vms, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
 	mutex_unlock(&rdev->vm_debug_lock);
-	if (vm->bound) {
+	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
 		ret = rbln_fw_vm_unbind(rdev, vm->asid);
 		if (ret && ret != -ENODEV)
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
 	}
+	mutex_unlock(&rdev->reset_lock);
 	xa_release(&rdev->vms, vm->asid);
 	rbln_pt_free_tree(rdev, vm->root);
 	drm_WARN_ON(&rdev->drm, !drm_mm_clean(&vm->mm));
@@ -262,7 +270,11 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	mutex_lock(&vm->lock);
 	if (vma->mapped) {
 		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
-		if (vm->bound) {
+		/*
+		 * A card that is not READY is restarted, and forgets every
+		 * translation, before it runs anything again.
+		 */
+		if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
 			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
 						     vma->node.start,
 						     vma->node.size);

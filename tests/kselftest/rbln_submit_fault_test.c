@@ -25,7 +25,9 @@
  *    (state uevents fault, resetting, ready; card_resets + 1), the job it
  *    lost fails with -EIO, the same file and queue run the next job;
  *  - fw-fault with recovery=N: the card stays faulted, the job in flight
- *    still ends, unbind + bind recovers and a new file runs jobs.
+ *    still ends, unbind + bind recovers and a new file runs jobs; a file
+ *    closed on the faulted card sends it no VM_UNBIND or TLB invalidation
+ *    and logs nothing.
  * The teardown clears faults, sets recovery=Y and ring_poll=Y and binds
  * every card back.
  *
@@ -675,6 +677,54 @@ TEST_F_TIMEOUT(flt, firmware_fault_without_recovery_needs_a_rebind, 180)
 	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
 			   &self->data.handle, 1, "after the rebind");
 	EXPECT_EQ(7, ((__u64 *)self->data.map)[0]);
+}
+
+/*
+ * A card in FAULT forgets every address space and translation when it is
+ * restarted: a file closed meanwhile sends it no VM_UNBIND and no TLB
+ * invalidation (which a faulted card refuses) and leaves nothing in the
+ * kernel log.
+ */
+TEST_F_TIMEOUT(flt, file_closed_on_a_faulted_card_sends_no_unbind, 120)
+{
+	const char *bdf = self->nodes[0].bdf;
+	struct rbln_cmdbuf cbo;
+	struct rbln_buf bo;
+	int fo, kfd;
+	__u32 qo;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/recovery",
+				     "N"));
+	/* a second client, whose address space the card has bound */
+	fo = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fo);
+	ASSERT_EQ(0, rbln_cmd_init(fo, &cbo, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(fo, &bo, 4096, RBLN_REGION_HOST, 0));
+	qo = rbln_new_queue(_metadata, fo, 1);
+	rbln_cmd_signal(&cbo, bo.va, 3, 0);
+	rbln_expect_job_ok(_metadata, fo, qo, &cbo, &bo.handle, 1,
+			   "before the fault");
+
+	emu_fault(_metadata, self, "fault fw-fault code=3 reason=ksft-close");
+	ASSERT_EQ(0, wait_state(bdf, "fault", 5000));
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
+	/* unmapped first: a mapping would keep the file open */
+	rbln_cmd_fini(fo, &cbo);
+	rbln_buf_free(fo, &bo);
+	close(fo);
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "VM_UNBIND", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "card rejected", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	/* nor a TLB invalidation for the buffers it freed */
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "TLB invalidation", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	/* the teardown unbinds the faulted card and binds it back */
 }
 
 TEST_HARNESS_MAIN

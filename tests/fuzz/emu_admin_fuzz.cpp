@@ -594,7 +594,5 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const std::unique_ptr<Harness> harness = std::make_unique<Harness>();
-    harness->run(data, size);
-    return 0;
+    return rbln::fuzz::run_input<Harness>(data, size);
 }

@@ -13,6 +13,7 @@
 //   - the firmware stays READY: nothing a user job holds crashes it;
 //   - and, under ASan/UBSan, no memory error or undefined behaviour.
 // RBLN_FUZZ_SEEDS=DIR writes a seed corpus of well-formed jobs and exits.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -71,7 +72,11 @@ public:
             die("RING_SETUP failed");
     }
 
-    void run(const std::uint8_t* data, std::size_t size) {
+    // The input, cut to 64 KiB and to a multiple of 8 bytes, as one job.
+    void run(const std::uint8_t* data, std::size_t input_size) {
+        const std::size_t size = std::min<std::size_t>(input_size, kCmdSize) & ~std::size_t{7};
+        if (size == 0)
+            return;
         if (!h_.memory().write(kCmd, data, size))
             die("command buffer outside guest RAM", size);
         const std::uint64_t seqno =
@@ -203,9 +208,5 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const std::unique_ptr<Harness> harness = std::make_unique<Harness>();
-    const std::size_t n = std::min<std::size_t>(size, kCmdSize) & ~std::size_t{7};
-    if (n != 0)
-        harness->run(data, n);
-    return 0;
+    return rbln::fuzz::run_input<Harness>(data, size);
 }

@@ -61,6 +61,11 @@ struct rbln_admin_cmd {
 	void *data;		/* answer buffer, or NULL */
 	u32 data_size;		/* bytes offered to the card (<= PAGE_SIZE) */
 	const void *in;		/* if set: data_size bytes the card reads */
+	/*
+	 * The host frees or reuses memory on the answer (MMU changes): no
+	 * signal ends the wait, only the admin timeout or a card fault.
+	 */
+	bool must_complete;
 	/* out */
 	u32 data_len;		/* bytes the card wrote */
 	u64 result[6];
@@ -584,6 +589,11 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 			rbln_admin_timed_out(rdev, seq, cmd->opcode);
 			return -ETIMEDOUT;
 		}
+		if (cmd->must_complete) {
+			wait_event_timeout(rdev->admin_wq, rbln_admin_wake(rdev),
+					   msecs_to_jiffies(RBLN_ADMIN_POLL_MS));
+			continue;
+		}
 		/*
 		 * A killed waiter leaves the request behind; its completion
 		 * is dropped later by sequence number.
@@ -709,6 +719,7 @@ int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root)
 {
 	struct rbln_admin_cmd cmd = {
 		.opcode = RBLN_FW_OP_VM_BIND,
+		.must_complete = true,
 		.args = { asid, lower_32_bits(root), upper_32_bits(root) },
 	};
 
@@ -719,6 +730,7 @@ int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid)
 {
 	struct rbln_admin_cmd cmd = {
 		.opcode = RBLN_FW_OP_VM_UNBIND,
+		.must_complete = true,
 		.args = { asid },
 	};
 
@@ -730,6 +742,7 @@ int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size)
 {
 	struct rbln_admin_cmd cmd = {
 		.opcode = RBLN_FW_OP_TLB_INVALIDATE,
+		.must_complete = true,
 		.args = { asid, lower_32_bits(va), upper_32_bits(va),
 			  lower_32_bits(size), upper_32_bits(size) },
 	};

@@ -87,7 +87,9 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	mutex_unlock(&rdev->vm_debug_lock);
 	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
 		ret = rbln_fw_vm_unbind(rdev, vm->asid);
-		if (ret && ret != -ENODEV)
+		/* a card that faulted meanwhile forgets it anyway */
+		if (ret && ret != -ENODEV &&
+		    rbln_get_state(rdev) == RBLN_STATE_READY)
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
 	}
@@ -271,14 +273,16 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	if (vma->mapped) {
 		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
 		/*
-		 * A card that is not READY is restarted, and forgets every
-		 * translation, before it runs anything again.
+		 * A card that is not READY (or faults before it answers) is
+		 * restarted, and forgets every translation, before it runs
+		 * anything again.
 		 */
 		if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
 			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
 						     vma->node.start,
 						     vma->node.size);
-			if (ret && ret != -ENODEV)
+			if (ret && ret != -ENODEV &&
+			    rbln_get_state(rdev) == RBLN_STATE_READY)
 				dev_warn_ratelimited(rdev->drm.dev,
 						     "TLB invalidation of asid %u failed (%d): the card is not answering\n",
 						     vm->asid, ret);

@@ -36,10 +36,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <drm/rbln_accel.h>
@@ -725,6 +727,114 @@ TEST_F_TIMEOUT(flt, file_closed_on_a_faulted_card_sends_no_unbind, 120)
 	EXPECT_EQ(0, rbln_count_lines(self->klog, "TLB invalidation", NULL, NULL))
 	TH_LOG("kernel log: %s", self->klog);
 	/* the teardown unbinds the faulted card and binds it back */
+}
+
+/*
+ * One client's life, over and over until @until_ms: open, a buffer and a
+ * command buffer, one job (which binds the address space on the card),
+ * close.  Jobs the card loses fail; nothing may hang.  Exit status: 0, or
+ * the step that failed unexpectedly.
+ */
+static int churn_client(int minor, __s64 until_ms)
+{
+	struct rbln_cmdbuf cb;
+	struct rbln_buf b;
+	__s32 je;
+	__u64 s;
+	__u32 q;
+	int fd;
+
+	while (rbln_now_ms() < until_ms) {
+		fd = rbln_open_minor(minor);
+		if (fd < 0)
+			return 1;
+		if (rbln_cmd_init(fd, &cb, 4096, RBLN_REGION_HOST, 0) ||
+		    rbln_buf_new(fd, &b, 4096, RBLN_REGION_HOST, 0))
+			return 2;
+		if (rbln_queue_create(fd, 1, RBLN_QUEUE_PRIORITY_NORMAL, &q))
+			return 3;
+		rbln_cmd_signal(&cb, b.va, 1, 0);
+		/* -EIO while the card is faulted; the job fails if it is lost */
+		if (!rbln_submit_job(fd, q, &cb, &b.handle, 1, &s) &&
+		    rbln_wait_job(fd, q, s, RBLN_JOB_WAIT_MS, &je))
+			return 4;
+		rbln_cmd_fini(fd, &cb);
+		rbln_buf_free(fd, &b);
+		close(fd);
+	}
+	return 0;
+}
+
+/*
+ * Clients that come and go while the card faults and recovers, five
+ * times: files closed before, during and after each recovery.  The card
+ * rejects no request of the driver and the driver logs no failed
+ * VM_UNBIND or TLB invalidation (a recovery binds again only the address
+ * spaces still open, and one closing meanwhile must not unbind a card
+ * that has forgotten it), every client's calls return, and the card runs
+ * jobs afterwards.
+ */
+TEST_F_TIMEOUT(flt, clients_closing_while_the_card_recovers_leave_no_errors,
+	       240)
+{
+	const char *bdf = self->nodes[0].bdf;
+	enum { CLIENTS = 4, ROUNDS = 5 };
+	pid_t pids[CLIENTS];
+	__s64 until;
+	int kfd, status;
+	__u32 q;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_write_file("/sys/module/rbln/parameters/recovery",
+				     "Y"));
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
+	until = rbln_now_ms() + 60000;
+	for (int i = 0; i < CLIENTS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			_exit(churn_client(self->nodes[0].minor, until));
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		__u64 resets0 = 0, resets = 0;
+		__s64 deadline = rbln_now_ms() + 30000;
+
+		ASSERT_EQ(0, rbln_sysfs_card_u64(bdf, "card_resets", &resets0));
+		rbln_sleep_ms(300);
+		emu_fault(_metadata, self, "fault fw-fault code=3 reason=ksft-churn");
+		/* fault, resetting, ready: too quick to see each state */
+		while (!rbln_sysfs_card_u64(bdf, "card_resets", &resets) &&
+		       resets == resets0 && rbln_now_ms() < deadline)
+			rbln_sleep_ms(20);
+		EXPECT_EQ(resets0 + 1, resets) TH_LOG("round %d: no recovery", r);
+		EXPECT_EQ(0, wait_state(bdf, "ready", 30000))
+		TH_LOG("round %d: the card did not recover", r);
+	}
+	/* the clients end wherever they are: their files close at exit */
+	for (int i = 0; i < CLIENTS; i++) {
+		kill(pids[i], SIGTERM);
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status) ||
+			    (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		TH_LOG("client %d: exit %d", i, WEXITSTATUS(status));
+	}
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+	close(kfd);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "card rejected", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "VM_UNBIND", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	EXPECT_EQ(0, rbln_count_lines(self->klog, "TLB invalidation", NULL, NULL))
+	TH_LOG("kernel log: %s", self->klog);
+	/* and the card works */
+	q = rbln_new_queue(_metadata, self->fd, 1);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va, 9, 0);
+	rbln_expect_job_ok(_metadata, self->fd, q, &self->cb,
+			   &self->data.handle, 1, "after the recoveries");
+	EXPECT_EQ(9, ((__u64 *)self->data.map)[0]);
 }
 
 TEST_HARNESS_MAIN

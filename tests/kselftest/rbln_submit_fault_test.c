@@ -682,6 +682,25 @@ TEST_F_TIMEOUT(flt, firmware_fault_without_recovery_needs_a_rebind, 180)
 }
 
 /*
+ * self->klog holds no card rejection of a driver request and no failed
+ * VM_UNBIND or TLB invalidation.
+ */
+static void expect_no_mmu_request_errors(struct __test_metadata *_metadata,
+					 FIXTURE_DATA(flt) * self)
+{
+	static const char *const errors[] = {
+		"card rejected", "VM_UNBIND", "TLB invalidation",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(errors); i++) {
+		const char *e = errors[i];
+
+		EXPECT_EQ(0, rbln_count_lines(self->klog, e, NULL, NULL))
+		TH_LOG("'%s' in the kernel log: %s", e, self->klog);
+	}
+}
+
+/*
  * A card in FAULT forgets every address space and translation when it is
  * restarted: a file closed meanwhile sends it no VM_UNBIND and no TLB
  * invalidation (which a faulted card refuses) and leaves nothing in the
@@ -719,13 +738,7 @@ TEST_F_TIMEOUT(flt, file_closed_on_a_faulted_card_sends_no_unbind, 120)
 	close(fo);
 	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
 	close(kfd);
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "VM_UNBIND", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "card rejected", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
-	/* nor a TLB invalidation for the buffers it freed */
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "TLB invalidation", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
+	expect_no_mmu_request_errors(_metadata, self);
 	/* the teardown unbinds the faulted card and binds it back */
 }
 
@@ -822,12 +835,7 @@ TEST_F_TIMEOUT(flt, clients_closing_while_the_card_recovers_leave_no_errors,
 	}
 	EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
 	close(kfd);
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "card rejected", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "VM_UNBIND", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
-	EXPECT_EQ(0, rbln_count_lines(self->klog, "TLB invalidation", NULL, NULL))
-	TH_LOG("kernel log: %s", self->klog);
+	expect_no_mmu_request_errors(_metadata, self);
 	/* and the card works */
 	q = rbln_new_queue(_metadata, self->fd, 1);
 	rbln_cmd_reset(&self->cb);

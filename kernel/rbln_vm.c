@@ -61,6 +61,18 @@ err:
 	return ret;
 }
 
+/*
+ * Whether a failed VM_UNBIND or TLB_INVALIDATE is worth a warning: not if
+ * the device is gone, nor if the card is not READY (the request was
+ * refused, or the card faulted before it answered).  Such a card is
+ * restarted, and forgets every binding and translation, before it runs
+ * anything again.
+ */
+static bool rbln_vm_request_failed(struct rbln_device *rdev, int ret)
+{
+	return ret && ret != -ENODEV && rbln_get_state(rdev) == RBLN_STATE_READY;
+}
+
 /* At file close: every handle of the file is gone, and so every vma. */
 void rbln_vm_fini(struct rbln_vm *vm)
 {
@@ -77,19 +89,15 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	 *
 	 * A card recovery restarts the card, which forgets every binding,
 	 * and then binds again the VMs it finds: not this one.  reset_lock
-	 * keeps the recovery out until the unbind is done, and a card that
-	 * is not READY (a recovery to come, or a dead card) holds nothing to
-	 * unbind.
+	 * keeps the recovery out until the unbind is done.
 	 */
 	mutex_lock(&rdev->reset_lock);
 	mutex_lock(&rdev->vm_debug_lock);
 	xa_cmpxchg(&rdev->vms, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
 	mutex_unlock(&rdev->vm_debug_lock);
-	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
+	if (vm->bound) {
 		ret = rbln_fw_vm_unbind(rdev, vm->asid);
-		/* a card that faulted meanwhile forgets it anyway */
-		if (ret && ret != -ENODEV &&
-		    rbln_get_state(rdev) == RBLN_STATE_READY)
+		if (rbln_vm_request_failed(rdev, ret))
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
 	}
@@ -272,17 +280,11 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	mutex_lock(&vm->lock);
 	if (vma->mapped) {
 		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
-		/*
-		 * A card that is not READY (or faults before it answers) is
-		 * restarted, and forgets every translation, before it runs
-		 * anything again.
-		 */
-		if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY) {
+		if (vm->bound) {
 			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
 						     vma->node.start,
 						     vma->node.size);
-			if (ret && ret != -ENODEV &&
-			    rbln_get_state(rdev) == RBLN_STATE_READY)
+			if (rbln_vm_request_failed(rdev, ret))
 				dev_warn_ratelimited(rdev->drm.dev,
 						     "TLB invalidation of asid %u failed (%d): the card is not answering\n",
 						     vm->asid, ret);

@@ -98,10 +98,6 @@ struct RefFault {
 class Harness {
 public:
     Harness() : h_(test_options()) { h_.set_log_level(LogLevel::error); }
-    Harness(const Harness&) = delete;
-    Harness& operator=(const Harness&) = delete;
-    Harness(Harness&&) = delete;
-    Harness& operator=(Harness&&) = delete;
     // How often the walk of the harness was compared (fuzz.sh's log).
     ~Harness() {
         std::fprintf(stderr,

@@ -88,10 +88,6 @@ public:
         }
         bring_up();
     }
-    Harness(const Harness&) = delete;
-    Harness& operator=(const Harness&) = delete;
-    Harness(Harness&&) = delete;
-    Harness& operator=(Harness&&) = delete;
     // What the inputs did (fuzz.sh's log).
     ~Harness() {
         std::fprintf(stderr,
@@ -111,10 +107,8 @@ public:
                 end = text.size();
             const std::string_view line = text.substr(pos, std::min(end - pos, kMaxControlLine));
             pos = end + 1;
-            if (line.substr(line.find_first_not_of(" \t") == std::string_view::npos
-                                ? line.size()
-                                : line.find_first_not_of(" \t"))
-                    .starts_with("memcpy-bench"))
+            const std::size_t first = line.find_first_not_of(" \t");
+            if (first != std::string_view::npos && line.substr(first).starts_with("memcpy-bench"))
                 continue;
             const std::string reply = ctl_.execute(line);
             if (!well_formed(reply))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // dma::copy on its own: the pieces a COPY packet's VA ranges translate to,
 // below and above the size from which the engine's writes bypass the CPU
-// caches (dma::kStreamThreshold), at odd offsets and sizes.
+// caches (dma::stream_threshold()), at odd offsets and sizes; and how that
+// size is chosen.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -55,7 +56,7 @@ bool all(const std::byte* p, std::size_t n, std::byte v) {
 } // namespace
 
 TEST(DmaCopy, ScatteredPagesAboveTheStreamThresholdArriveByteExactAtAnOddOffset) {
-    for (const std::size_t n : {dma::kStreamThreshold - 1, dma::kStreamThreshold + 4097}) {
+    for (const std::size_t n : {dma::stream_threshold() - 1, dma::stream_threshold() + 4097}) {
         std::vector<std::byte> src = pattern(n, 7);
         std::vector<std::byte> dst(n + 128, kGuard);
         const std::vector<HostSpan> from = reversed_pieces(src.data(), n, 4096);
@@ -69,7 +70,7 @@ TEST(DmaCopy, ScatteredPagesAboveTheStreamThresholdArriveByteExactAtAnOddOffset)
 }
 
 TEST(DmaCopy, OddSizedPiecesOnBothSidesArriveByteExactAboveTheStreamThreshold) {
-    const std::size_t n = dma::kStreamThreshold + 12345;
+    const std::size_t n = dma::stream_threshold() + 12345;
     std::vector<std::byte> src = pattern(n + 3, 11);
     std::vector<std::byte> dst(n + 64, kGuard);
     const std::vector<HostSpan> from = reversed_pieces(src.data() + 3, n, 4093);
@@ -81,7 +82,7 @@ TEST(DmaCopy, OddSizedPiecesOnBothSidesArriveByteExactAboveTheStreamThreshold) {
 }
 
 TEST(DmaCopy, OneLargeSpanWithACancelFlagArrivesByteExact) {
-    const std::size_t n = (3 * dma::kStreamThreshold) + 17;
+    const std::size_t n = (3 * dma::stream_threshold()) + 17;
     std::vector<std::byte> src = pattern(n, 3);
     std::vector<std::byte> dst(n + 9, kGuard);
     const Cancel cancel{false};
@@ -105,7 +106,7 @@ TEST(DmaCopy, ASetCancelFlagStopsALargeCopyBeforeItsEnd) {
 }
 
 TEST(DmaCopy, OverlappingLargeCopyIsStillAMemmove) {
-    const std::size_t n = dma::kStreamThreshold + 4097;
+    const std::size_t n = dma::stream_threshold() + 4097;
     std::vector<std::byte> buf = pattern(n + 4097, 9);
     const std::vector<std::byte> want(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
     ASSERT_TRUE(dma::copy({HostSpan(buf.data() + 4097, n)}, {HostSpan(buf.data(), n)}));
@@ -122,4 +123,59 @@ TEST(DmaCopy, OverlappingLargeCopyIsStillAMemmove) {
     ASSERT_TRUE(dma::copy(to, from));
     EXPECT_EQ(std::memcmp(buf2.data() + 4097, want.data(), n), 0);
 }
+
+TEST(DmaCopy, CopiesOnBothSidesOfAThresholdSetAtRunTimeArriveByteExact) {
+    const std::size_t before = dma::stream_threshold();
+    constexpr std::size_t kSmall = 64 * 1024;
+    dma::set_stream_threshold(kSmall);
+    for (const std::size_t n : {kSmall - 1, kSmall, kSmall + 4097}) {
+        std::vector<std::byte> src = pattern(n, 13);
+        std::vector<std::byte> dst(n + 64, kGuard);
+        const std::vector<HostSpan> from = reversed_pieces(src.data(), n, 4096);
+        ASSERT_TRUE(dma::copy({HostSpan(dst.data() + 3, n)}, from));
+        EXPECT_EQ(std::memcmp(dst.data() + 3, gather(from).data(), n), 0) << n;
+        EXPECT_TRUE(all(dst.data() + 3 + n, 61, kGuard)) << n;
+    }
+    EXPECT_EQ(dma::stream_threshold(), kSmall);
+    dma::set_stream_threshold(0);
+    EXPECT_EQ(dma::stream_threshold(), 1U); // every copy apart from its source streams
+    dma::set_stream_threshold(before);
+}
+
+// The threshold rule on made-up measurements.
+TEST(DmaStreamThreshold, IsTheSmallestClearStreamingWinWithNoClearCachedWinAbove) {
+    constexpr std::size_t M = 1ULL << 20;
+    // The clear win at 2 MiB does not count: cached wins clearly at 4 MiB.
+    EXPECT_EQ(
+        dma::choose_stream_threshold(
+            {{1 * M, 50, 30}, {2 * M, 40, 45}, {4 * M, 45, 40}, {8 * M, 30, 35}, {16 * M, 20, 34}}),
+        8 * M);
+    // Ties (within 10%) neither start nor stop the range.
+    EXPECT_EQ(dma::choose_stream_threshold(
+                  {{1 * M, 50, 30}, {2 * M, 40, 42}, {4 * M, 30, 40}, {8 * M, 16.8, 16.2}}),
+              4 * M);
+    EXPECT_EQ(dma::choose_stream_threshold({{1 * M, 10, 12}, {2 * M, 10, 12}}), 1 * M);
+}
+
+TEST(DmaStreamThreshold, IsTwiceTheLargestSizeWithoutAClearStreamingWinOrDefaultWithoutData) {
+    constexpr std::size_t M = 1ULL << 20;
+    EXPECT_EQ(dma::choose_stream_threshold({{1 * M, 50, 30}, {32 * M, 40, 39}}), 64 * M);
+    EXPECT_EQ(dma::choose_stream_threshold({{1 * M, 20, 40}, {32 * M, 40, 30}}), 64 * M);
+    EXPECT_EQ(dma::choose_stream_threshold({}), dma::kDefaultStreamThreshold);
+}
+
+// On this host, for real.
+TEST(DmaStreamThreshold, CalibrationMeasuresBothWaysAtEverySizeAndAppliesItsRule) {
+    const dma::StreamCalibration c = dma::calibrate_stream_threshold();
+    ASSERT_EQ(c.points.size(), 6U);
+    std::size_t want = 1ULL << 20;
+    for (const dma::StreamPoint& p : c.points) {
+        EXPECT_EQ(p.size, want);
+        EXPECT_GT(p.cached_gbps, 0.0) << p.size;
+        EXPECT_GT(p.streamed_gbps, 0.0) << p.size;
+        want *= 2;
+    }
+    EXPECT_EQ(c.threshold, dma::choose_stream_threshold(c.points));
+}
+
 } // namespace dma_test

@@ -66,13 +66,14 @@ TEST(Options, DefaultsAndControlPathDerivedFromSocket) {
     EXPECT_FALSE(o.guest_ram_size.has_value());
     EXPECT_FALSE(o.guest_lowmem.has_value());
     EXPECT_TRUE(o.serial.empty());
+    EXPECT_FALSE(o.dma_nt_threshold.has_value()); // measured at start-up
 }
 
 TEST(Options, EveryOptionParsesInBothForms) {
-    const Options o =
-        parse({"--family=atom", "--hbm-per-chiplet", "64M", "--socket=s", "--control", "c",
-               "--guest-ram=r", "--guest-ram-size", "2G", "--guest-lowmem=1G", "--vectors", "8",
-               "--serial=SN-1", "--log-level", "debug", "--fault=no-response"});
+    const Options o = parse({"--family=atom", "--hbm-per-chiplet", "64M", "--socket=s", "--control",
+                             "c", "--guest-ram=r", "--guest-ram-size", "2G", "--guest-lowmem=1G",
+                             "--vectors", "8", "--serial=SN-1", "--log-level", "debug",
+                             "--fault=no-response", "--dma-nt-threshold", "8M"});
     EXPECT_EQ(o.family, Family::atom);
     EXPECT_EQ(o.hbm_per_chiplet, 64ULL << 20);
     EXPECT_EQ(o.socket_path, "s");
@@ -84,6 +85,9 @@ TEST(Options, EveryOptionParsesInBothForms) {
     EXPECT_EQ(o.serial, "SN-1");
     EXPECT_EQ(o.log_level, LogLevel::debug);
     EXPECT_TRUE(o.fault_no_response);
+    EXPECT_EQ(o.dma_nt_threshold, 8ULL << 20);
+    EXPECT_FALSE(parse({"--socket=s", "--guest-ram=r", "--dma-nt-threshold=auto"})
+                     .dma_nt_threshold.has_value());
 }
 
 TEST(Options, HelpNeedsNothingElse) {
@@ -112,6 +116,8 @@ TEST(Options, BadValuesAreRejectedNamingTheOption) {
         {{"--serial", "0123456789abcdef0123456789abcdef"}, "--serial"},
         {{"--log-level", "loud"}, "--log-level"},
         {{"--fault", "explode"}, "--fault"},
+        {{"--dma-nt-threshold", "0"}, "--dma-nt-threshold"},
+        {{"--dma-nt-threshold", "fast"}, "--dma-nt-threshold"},
         {{"--frobnicate"}, "--frobnicate"},
         {{"--help=yes"}, "--help"},
         {{"--vectors"}, "--vectors"},

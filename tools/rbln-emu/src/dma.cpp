@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -21,6 +24,8 @@ namespace {
 
 // Large pieces move in steps of this, with a look at `cancel` in between.
 constexpr std::size_t kStep = 16ULL << 20;
+
+std::atomic<std::size_t> g_stream_threshold{kDefaultStreamThreshold};
 
 using Range = std::pair<const std::byte*, const std::byte*>; // [first, end)
 
@@ -226,14 +231,14 @@ bool copy_unfenced(const std::vector<HostSpan>& dst, const std::vector<HostSpan>
         std::byte* d = dst[0].data();
         const std::byte* s = src[0].data();
         const std::size_t n = std::min(dst[0].size(), src[0].size());
-        return move(d, s, n, cancel, n >= kStreamThreshold && (d + n <= s || s + n <= d));
+        return move(d, s, n, cancel, n >= stream_threshold() && (d + n <= s || s + n <= d));
     }
     const std::vector<Segment> segs = segments(dst, src);
     const bool apart = !overlap(dst, src);
     // Pieces of a large copy apart from its source stream even when each is
     // a page: too small for memcpy to bypass the caches itself, as it does
     // for one large copy.
-    const bool nt = apart && total_bytes(segs) >= kStreamThreshold;
+    const bool nt = apart && total_bytes(segs) >= stream_threshold();
     std::size_t since_check = 0;
     auto run = [&](const Segment& s) {
         if (since_check >= kStep) {
@@ -321,6 +326,73 @@ bool fill(const std::vector<HostSpan>& dst, std::uint64_t pattern, unsigned patt
         pos += s.size();
     }
     return true;
+}
+
+std::size_t stream_threshold() noexcept {
+    return g_stream_threshold.load(std::memory_order_relaxed);
+}
+
+void set_stream_threshold(std::size_t bytes) noexcept {
+    g_stream_threshold.store(std::max<std::size_t>(bytes, 1), std::memory_order_relaxed);
+}
+
+std::size_t choose_stream_threshold(const std::vector<StreamPoint>& points) {
+    if (points.empty())
+        return kDefaultStreamThreshold;
+    // Closer than this is a tie: timings of a busy host move that much.
+    constexpr double kMargin = 1.10;
+    std::size_t threshold = 2 * points.back().size;
+    for (auto p = points.rbegin(); p != points.rend(); ++p) {
+        if (p->cached_gbps >= kMargin * p->streamed_gbps)
+            break;
+        if (p->streamed_gbps >= kMargin * p->cached_gbps)
+            threshold = p->size;
+    }
+    return threshold;
+}
+
+StreamCalibration calibrate_stream_threshold() {
+    constexpr std::size_t kMin = 1ULL << 20;
+    constexpr std::size_t kMax = 32ULL << 20;
+    constexpr std::size_t kPage = 4096;
+    constexpr std::size_t kRounds = 3;
+    auto src = std::make_unique_for_overwrite<std::byte[]>(kMax);
+    auto dst = std::make_unique_for_overwrite<std::byte[]>(kMax);
+    std::memset(src.get(), 0x5a, kMax);
+    std::memset(dst.get(), 0, kMax);
+    // As a DMA copy of host pages moves them: a piece per page.
+    auto run = [&](std::size_t n, bool nt) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t at = 0; at < n; at += kPage) {
+            if (nt)
+                stream(dst.get() + at, src.get() + at, kPage);
+            else
+                std::memcpy(dst.get() + at, src.get() + at, kPage);
+        }
+        if (nt)
+            stream_fence();
+        const auto t = std::chrono::steady_clock::now() - t0;
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+        return static_cast<double>(n) / static_cast<double>(std::max<std::int64_t>(ns, 1));
+    };
+    StreamCalibration c;
+    for (std::size_t n = kMin; n <= kMax; n *= 2) {
+        // Each way in a row, after a warm-up: streamed stores evict the
+        // destination, which would cost the next cached copy its reads.
+        // The best of at least kRounds and at least kMax bytes.
+        auto best = [&](bool nt) {
+            double gbps = run(n, nt);
+            for (std::size_t r = 0; r < kRounds || r * n < kMax; ++r)
+                gbps = std::max(gbps, run(n, nt));
+            return gbps;
+        };
+        StreamPoint p{n, 0.0, 0.0};
+        p.cached_gbps = best(false);
+        p.streamed_gbps = best(true);
+        c.points.push_back(p);
+    }
+    c.threshold = choose_stream_threshold(c.points);
+    return c;
 }
 
 } // namespace rbln::emu::dma

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "emulator.h"
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -17,6 +19,7 @@
 #include "card.h"
 #include "control.h"
 #include "control_server.h"
+#include "dma.h"
 #include "event_loop.h"
 #include "guest_memory.h"
 #include "ivshmem_server.h"
@@ -79,12 +82,46 @@ UniqueFd make_ticker() {
 
 } // namespace
 
+namespace {
+
+std::string mib(std::uint64_t bytes) {
+    std::array<char, 32> b{};
+    std::snprintf(b.data(), b.size(), bytes % (1ULL << 20) == 0 ? "%.0f MiB" : "%.2f MiB",
+                  static_cast<double>(bytes) / static_cast<double>(1ULL << 20));
+    return b.data();
+}
+
+// The size from which DMA copies bypass the CPU caches (dma.h): given, or
+// measured on this host now, before any guest runs.
+void set_dma_threshold(const Options& opt, Logger& log) {
+    if (opt.dma_nt_threshold) {
+        dma::set_stream_threshold(*opt.dma_nt_threshold);
+        log.info("DMA: copies from %s on bypass the CPU caches (--dma-nt-threshold)",
+                 mib(*opt.dma_nt_threshold).c_str());
+        return;
+    }
+    const dma::StreamCalibration c = dma::calibrate_stream_threshold();
+    dma::set_stream_threshold(c.threshold);
+    std::string rates;
+    for (const dma::StreamPoint& p : c.points) {
+        std::array<char, 64> b{};
+        std::snprintf(b.data(), b.size(), "%s%s %.1f/%.1f", rates.empty() ? "" : ", ",
+                      mib(p.size).c_str(), p.cached_gbps, p.streamed_gbps);
+        rates += b.data();
+    }
+    log.info("DMA: copies from %s on bypass the CPU caches (measured, GB/s cached/streamed: %s)",
+             mib(c.threshold).c_str(), rates.c_str());
+}
+
+} // namespace
+
 int run_emulator(const Options& opt, Logger& log) {
     std::signal(SIGPIPE, SIG_IGN);
     const UniqueFd sigfd = make_signalfd();
 
     CardIdentity identity = make_identity(opt, static_cast<std::uint32_t>(kEmulatorPeerId));
     log.set_prefix(identity.serial);
+    set_dma_threshold(opt, log);
     FileGuestMemory ram(opt.guest_ram_path, opt.guest_ram_size, opt.guest_lowmem);
     Bar bar = make_bar(identity.layout.bar_size);
 

@@ -207,6 +207,13 @@ Options parse_options(std::span<const std::string_view> args) {
                 throw UsageError("--log-level: unknown level '" + std::string(v) +
                                  "' (error, warn, info or debug)");
             opt.log_level = *level;
+        } else if (name == "--dma-nt-threshold") {
+            const std::string_view v = cur.value(name);
+            if (v != "auto") {
+                opt.dma_nt_threshold = size_value(name, v);
+                if (*opt.dma_nt_threshold == 0)
+                    throw UsageError("--dma-nt-threshold: must be at least 1 (or auto)");
+            }
         } else if (name == "--fault") {
             const std::string_view v = cur.value(name);
             if (v != "no-response")
@@ -281,6 +288,8 @@ const char* usage_text() {
            "  --serial STR              card serial (default RBLNEMU-<hex>)\n"
            "  --log-level LEVEL         error|warn|info|debug (default info)\n"
            "  --fault no-response       start with the no-response fault armed\n"
+           "  --dma-nt-threshold SIZE   DMA copies from SIZE on bypass the CPU caches\n"
+           "                            (default auto: measured at start-up)\n"
            "  --help                    this text\n"
            "\n"
            "Control commands: status | set KEY=N... | fault no-response|fw-fault|clear | help\n";

@@ -51,6 +51,9 @@ struct Options {
     std::string serial; // empty: derived at start-up
     LogLevel log_level = LogLevel::info;
     bool fault_no_response = false;
+    // Copies from this size on bypass the CPU caches (dma.h); nullopt:
+    // measured at start-up.
+    std::optional<std::uint64_t> dma_nt_threshold;
     bool help = false;
 };
 

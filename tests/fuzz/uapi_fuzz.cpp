@@ -18,12 +18,21 @@
 // they were (a WARN or an oops taints it; the dmesg tail is printed and
 // the input is kept); and, under ASan, this process stays sound.
 // RBLN_FUZZ_SEEDS=DIR writes a seed corpus and exits.
+//
+// RBLN_FUZZ_FAULTS=1 (in the rbln VM, whose card 0 has its emulator's
+// control port at /dev/virtio-ports/rbln-emu.0): selector values 120..127
+// (with or without bit 7) inject a card fault instead: a firmware crash,
+// or on chiplet N a hang, a failing DMA, a corrupt completion or a lost
+// interrupt.  After each input the faults are cleared and the driver must
+// bring the card back: within 20 s, a NOP job succeeds on every chiplet
+// (jobs that fail meanwhile with the recovery's errors are retried).
 #include <drm.h>
 #include <drm/rbln_accel.h>
 #include <rbln_fw_cmd.h>
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,6 +40,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +49,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fuzz_seeds.h"
@@ -50,10 +61,11 @@ constexpr std::uint64_t kNever = 0x10;    // the zero page: never mapped
 constexpr std::uint64_t kMaxCreate = 64ULL << 20;
 constexpr std::size_t kMaxOps = 64;
 
-constexpr std::array<const char*, 11> kOpNames{
-    "GET_INFO",      "BO_CREATE", "BO_INFO", "BO_USERPTR", "QUEUE_CREATE",
-    "QUEUE_DESTROY", "SUBMIT",    "WAIT",    "GEM_CLOSE",  "URING_CMD (submitted)",
-    "CQE (res 0)"};
+constexpr std::array<const char*, 12> kOpNames{
+    "GET_INFO",      "BO_CREATE",       "BO_INFO", "BO_USERPTR", "QUEUE_CREATE",
+    "QUEUE_DESTROY", "SUBMIT",          "WAIT",    "GEM_CLOSE",  "URING_CMD (submitted)",
+    "CQE (res 0)",   "FAULT (injected)"};
+constexpr unsigned kFaultOp = 11;
 
 // Per ioctl: calls that failed, calls that succeeded.
 std::array<std::array<std::uint64_t, 2>, kOpNames.size()>& tally() {
@@ -90,6 +102,64 @@ std::string tainted() {
     std::string s;
     std::getline(f, s);
     return s;
+}
+
+// Card 0's emulator control port (tools/rbln-emu/README.md, "Control"):
+// one command line, one reply line.
+class EmuPort {
+public:
+    EmuPort() {
+        fd_ = ::open("/dev/virtio-ports/rbln-emu.0", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        if (fd_ < 0)
+            die("RBLN_FUZZ_FAULTS: no emulator control port: " + std::string(std::strerror(errno)));
+    }
+    EmuPort(const EmuPort&) = delete;
+    EmuPort& operator=(const EmuPort&) = delete;
+    EmuPort(EmuPort&&) = delete;
+    EmuPort& operator=(EmuPort&&) = delete;
+    ~EmuPort() { ::close(fd_); }
+
+    // The reply to @cmd; dies unless it is "ok..." within 10 s.
+    std::string ask(const std::string& cmd) {
+        std::array<char, 1024> buf{};
+        while (::read(fd_, buf.data(), buf.size()) > 0) {
+        } // leftovers of an earlier command
+        const std::string line = cmd + "\n";
+        if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+            die("control port: cannot send '" + cmd + "'");
+        std::string reply;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < deadline) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0)
+                continue;
+            const ssize_t n = ::read(fd_, buf.data(), buf.size());
+            if (n > 0)
+                reply.append(buf.data(), static_cast<std::size_t>(n));
+            if (const auto nl = reply.find('\n'); nl != std::string::npos) {
+                reply.resize(nl);
+                if (reply.rfind("ok", 0) != 0)
+                    die("control port: '" + cmd + "' -> '" + reply + "'");
+                return reply;
+            }
+        }
+        die("control port: no reply to '" + cmd + "'");
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// The port when RBLN_FUZZ_FAULTS=1, else nullptr.
+EmuPort* faults() {
+    static EmuPort* port = [] {
+        const char* v = std::getenv("RBLN_FUZZ_FAULTS");
+        if (v == nullptr || std::string(v) != "1")
+            return static_cast<EmuPort*>(nullptr);
+        static EmuPort p;
+        return &p;
+    }();
+    return port;
 }
 
 // The bytes of the input, read front to back (zeros once it runs out).
@@ -281,6 +351,10 @@ private:
     void op(Input& in) {
         const auto sel = in.take<std::uint8_t>();
         const bool formed = (sel & 0x80U) != 0;
+        if (faults() != nullptr && (sel & 0x7fU) >= 120) {
+            inject(in.take<std::uint8_t>());
+            return;
+        }
         switch ((sel & 0x7fU) % 12) {
         case 0: {
             auto a = in.take<drm_rbln_get_info>();
@@ -437,6 +511,20 @@ private:
         tally().at(9).at(n == 1 ? 1 : 0)++;
     }
 
+    // A card fault, @k: kind (low 3 bits) and chiplet (the next 2).
+    static void inject(std::uint8_t k) {
+        static constexpr std::array<const char*, 5> kKinds{"hang", "dma-error", "corrupt-cpl",
+                                                           "lost-irq", "fw-fault"};
+        const char* kind = kKinds.at((k & 7U) % kKinds.size());
+        std::string cmd = std::string("fault ") + kind;
+        if (kind != std::string("fw-fault"))
+            cmd += " chiplet=" + std::to_string((k >> 3) & 3U);
+        faults()->ask(cmd);
+        tally().at(kFaultOp).at(1)++;
+        if (trace())
+            std::fprintf(stderr, "FAULT: %s\n", cmd.c_str());
+    }
+
     // The CQEs there within 1 ms; none may carry a positive res.
     void reap() {
         if (!ring_up_)
@@ -476,6 +564,74 @@ std::byte* scratch() {
         return static_cast<std::byte*>(m);
     }();
     return s;
+}
+
+// After an input with faults: none armed any more, and the driver brings
+// the card back.  A NOP job must then succeed on every chiplet within 20 s;
+// jobs that fail meanwhile (-EIO, -ETIMEDOUT, -ENODEV of a recovery) are
+// tried again.
+void expect_recovery() {
+    faults()->ask("fault clear");
+    const int fd = ::open("/dev/accel/accel0", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        die("after the faults: cannot open /dev/accel/accel0: " +
+            std::string(std::strerror(errno)));
+    drm_rbln_bo_create c{};
+    c.size = 4096;
+    c.region = RBLN_REGION_HOST;
+    drm_rbln_bo_info info{};
+    void* m = MAP_FAILED;
+    if (::ioctl(fd, DRM_IOCTL_RBLN_BO_CREATE, &c) == 0) {
+        info.handle = c.handle;
+        if (::ioctl(fd, DRM_IOCTL_RBLN_BO_INFO, &info) == 0)
+            m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       static_cast<off_t>(info.mmap_offset));
+    }
+    if (m == MAP_FAILED)
+        die("after the faults: no command buffer: " + std::string(std::strerror(errno)));
+    const std::uint64_t nop = RBLN_FW_PKT_HDR(RBLN_FW_PKT_NOP, 0, 8);
+    std::memcpy(m, &nop, sizeof(nop));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    std::string last;
+    for (std::uint32_t chiplet = 0; chiplet < 4; chiplet++) {
+        drm_rbln_queue_create q{};
+        q.chiplet_mask = 1U << chiplet;
+        if (::ioctl(fd, DRM_IOCTL_RBLN_QUEUE_CREATE, &q) != 0) {
+            if (errno == EINVAL && chiplet > 0)
+                break; // a card of fewer chiplets
+            die("after the faults: QUEUE_CREATE: " + std::string(std::strerror(errno)));
+        }
+        for (;;) {
+            drm_rbln_submit sub{};
+            sub.queue_id = q.queue_id;
+            sub.cmd_handle = c.handle;
+            sub.cmd_size = 8;
+            int err = 0;
+            if (::ioctl(fd, DRM_IOCTL_RBLN_SUBMIT, &sub) != 0) {
+                err = errno;
+            } else {
+                drm_rbln_wait w{};
+                w.queue_id = q.queue_id;
+                w.seqno = sub.seqno;
+                timespec now{};
+                ::clock_gettime(CLOCK_MONOTONIC, &now);
+                w.timeout_ns = (now.tv_sec + 5) * 1'000'000'000LL + now.tv_nsec;
+                if (::ioctl(fd, DRM_IOCTL_RBLN_WAIT, &w) != 0)
+                    err = errno;
+                else
+                    err = -w.job_error;
+            }
+            if (err == 0)
+                break;
+            last = "chiplet " + std::to_string(chiplet) + ": " + std::strerror(err);
+            if (std::chrono::steady_clock::now() > deadline)
+                die("after the faults the card did not recover within 20 s (" + last + "); " +
+                    faults()->ask("status"));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    ::munmap(m, 4096);
+    ::close(fd);
 }
 
 // Operations as the input encodes them.
@@ -556,6 +712,27 @@ void write_seeds(const std::filesystem::path& dir) {
     s.cmd_size = 32;
     sig.op(6, s).raw(std::uint32_t{0}).raw(std::uint32_t{1});
     sig.write(dir / "fault_job");
+    // Card faults (with RBLN_FUZZ_FAULTS=1): a hang of chiplet 0 under a
+    // submitted job; a firmware crash between two.
+    s.cmd_size = 8;
+    Seed()
+        .op(6, s)
+        .raw(std::uint32_t{0})
+        .raw(std::uint32_t{1})
+        .raw(std::uint8_t{0xf8})
+        .raw(std::uint8_t{0})
+        .op(0x87, w)
+        .write(dir / "inject_hang");
+    Seed()
+        .op(0x86, s)
+        .raw(std::uint32_t{0})
+        .raw(std::uint32_t{1})
+        .raw(std::uint8_t{0x78})
+        .raw(std::uint8_t{4})
+        .op(0x86, s)
+        .raw(std::uint32_t{0})
+        .raw(std::uint32_t{1})
+        .write(dir / "inject_fw_fault");
 }
 
 } // namespace
@@ -573,6 +750,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Client c(scratch());
         c.run(in);
     }
+    if (faults() != nullptr)
+        expect_recovery();
     if (const std::string t = tainted(); t != taint0)
         die("the kernel's taint went from " + taint0 + " to " + t);
     return 0;

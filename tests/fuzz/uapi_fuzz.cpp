@@ -138,8 +138,12 @@ public:
                 reply.append(buf.data(), static_cast<std::size_t>(n));
             if (const auto nl = reply.find('\n'); nl != std::string::npos) {
                 reply.resize(nl);
-                if (reply.rfind("ok", 0) != 0)
-                    die("control port: '" + cmd + "' -> '" + reply + "'");
+                if (reply.rfind("ok", 0) != 0) {
+                    std::string what = "control port: '" + cmd;
+                    what += "' -> '";
+                    what += reply;
+                    die(what + "'");
+                }
                 return reply;
             }
         }

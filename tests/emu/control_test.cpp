@@ -237,11 +237,58 @@ TEST_F(Control, FwFaultReasonIsTruncatedToTheControlBlockField) {
     EXPECT_EQ(std::string(h.ctrl().fault_reason).size(), sizeof(h.ctrl().fault_reason) - 1);
 }
 
+TEST_F(Control, BootFaultEndsTheNextHandshakesInFaultThenLetsOneThrough) {
+    EXPECT_EQ(run("fault boot-fault count=2"), "ok");
+    EXPECT_EQ(status()["boot_faults_armed"], "2");
+    for (int i = 0; i < 2; i++) {
+        h.boot(8);
+        EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_FAULT) << i;
+        EXPECT_EQ(h.ctrl().fault_code, RBLN_FW_FAULT_INTERNAL) << i;
+        EXPECT_STREQ(h.ctrl().fault_reason, "injected boot fault");
+        EXPECT_NE(h.ctrl().host_ack, h.ctrl().host_gen) << "a failed handshake acknowledged";
+        h.host_reset();
+        EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_RESET) << i;
+    }
+    EXPECT_EQ(status()["boot_faults_armed"], "0");
+    h.boot(8);
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_READY);
+    EXPECT_EQ(h.admin(FakeHost::request(RBLN_FW_OP_HEARTBEAT)), RBLN_FW_ST_OK);
+}
+
+TEST_F(Control, ResetFaultCrashesTheFirmwareRightAfterTheNextReset) {
+    h.boot(8);
+    EXPECT_EQ(run("fault reset-fault"), "ok");
+    EXPECT_EQ(status()["reset_faults_armed"], "1");
+    h.host_reset();
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_FAULT);
+    EXPECT_STREQ(h.ctrl().fault_reason, "injected fault after reset");
+    // Asking again is what gets the card to RESET: one-shot.
+    h.host_reset();
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_RESET);
+    EXPECT_EQ(status()["reset_faults_armed"], "0");
+    h.boot(8);
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_READY);
+}
+
+TEST_F(Control, FaultClearDisarmsBootAndResetFaults) {
+    EXPECT_EQ(run("fault boot-fault count=100"), "ok");
+    EXPECT_EQ(run("fault reset-fault count=3"), "ok");
+    EXPECT_EQ(run("fault clear"), "ok");
+    auto s = status();
+    EXPECT_EQ(s["boot_faults_armed"], "0");
+    EXPECT_EQ(s["reset_faults_armed"], "0");
+    h.host_reset();
+    h.boot(8);
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_READY);
+}
+
 TEST_F(Control, BadFaultLinesGiveErrors) {
     for (const char* line :
          {"fault", "fault explode", "fault fw-fault code=0", "fault fw-fault code=x",
           "fault fw-fault code=1 code=2", "fault fw-fault severity=3", "fault no-response now",
-          "fault clear all", "fault fw-fault code=4294967296"}) {
+          "fault clear all", "fault fw-fault code=4294967296", "fault boot-fault count=0",
+          "fault boot-fault count=101", "fault boot-fault times=2", "fault reset-fault 1",
+          "fault reset-fault count=1 count=2"}) {
         const std::string reply = run(line);
         EXPECT_TRUE(is_error(reply)) << line << " -> " << reply;
     }

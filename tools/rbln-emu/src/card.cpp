@@ -170,6 +170,8 @@ CardStats Card::stats() const {
         s.corrupt_cpl_armed |= e.corrupt_cpl.load() ? 1U << i : 0U;
         s.lost_irq_armed |= e.lost_irq.load() ? 1U << i : 0U;
     }
+    s.boot_faults_armed = boot_faults_;
+    s.reset_faults_armed = reset_faults_;
     const MmuStats m = mmu_.stats();
     s.mmu_faults = m.faults;
     s.tlb_hits = m.tlb_hits;
@@ -346,6 +348,12 @@ void Card::handshake(std::uint32_t host_ctrl, std::uint32_t gen) {
     r.ev.addr = addrs[2].addr;
     rings_ = r;
     card_write(ctrl_->admin_sq_head, std::uint32_t{0});
+    if (boot_faults_ != 0) {
+        boot_faults_--;
+        rings_.reset();
+        enter_fault(RBLN_FW_FAULT_INTERNAL, "injected boot fault");
+        return;
+    }
     card_write(ctrl_->host_ack, gen);
     acked_gen_ = gen;
     set_state(RBLN_FW_STATE_READY);
@@ -370,6 +378,10 @@ void Card::reset() {
     card_write(ctrl_->admin_sq_head, std::uint32_t{0});
     set_state(RBLN_FW_STATE_RESET);
     log_.info("reset by the host (was %s)", state_name(old));
+    if (reset_faults_ != 0) {
+        reset_faults_--;
+        enter_fault(RBLN_FW_FAULT_INTERNAL, "injected fault after reset");
+    }
 }
 
 void Card::drop_bindings() {
@@ -502,6 +514,21 @@ void Card::set_no_response(bool on) {
     no_response_ = on;
     if (!on)
         kick_rings();
+}
+
+void Card::inject_boot_faults(std::uint32_t count) {
+    boot_faults_ = count;
+    log_.info("the next %u boot handshake(s) will end in FAULT", count);
+}
+
+void Card::inject_reset_faults(std::uint32_t count) {
+    reset_faults_ = count;
+    log_.info("the firmware will crash after the next %u reset(s)", count);
+}
+
+void Card::clear_start_faults() {
+    boot_faults_ = 0;
+    reset_faults_ = 0;
 }
 
 void Card::inject_fw_fault(std::uint32_t code, std::string_view reason) {

@@ -109,6 +109,8 @@ struct CardStats {
     std::uint32_t dma_error_armed = 0;       // chiplet bit mask
     std::uint32_t corrupt_cpl_armed = 0;     // chiplet bit mask
     std::uint32_t lost_irq_armed = 0;        // chiplet bit mask
+    std::uint32_t boot_faults_armed = 0;     // handshakes that will end in FAULT
+    std::uint32_t reset_faults_armed = 0;    // resets the firmware will crash after
 };
 
 class Card : private RingHost {
@@ -178,6 +180,14 @@ public:
     // as usual.
     void inject_lost_irq(unsigned chiplet);
     void clear_ring_faults();
+    // Faults of the firmware's start, for the host's recovery: the next
+    // `count` boot handshakes end in FAULT (INTERNAL, "injected boot
+    // fault") instead of READY; the next `count` host resets reach RESET
+    // and the firmware then crashes at once (INTERNAL, "injected fault
+    // after reset").  clear_start_faults() disarms both.
+    void inject_boot_faults(std::uint32_t count);
+    void inject_reset_faults(std::uint32_t count);
+    void clear_start_faults();
     // Interrupt holdoff of the command rings (0: off; default
     // kDefaultIrqHoldoff): see RingDeps::irq_holdoff_ns.
     void set_irq_holdoff(std::chrono::nanoseconds holdoff) {
@@ -275,6 +285,8 @@ private:
     std::string fault_reason_;
     std::uint64_t heartbeat_ = 0;
     std::uint32_t acked_gen_ = 0;
+    std::uint32_t boot_faults_ = 0;  // armed start faults (control and doorbells
+    std::uint32_t reset_faults_ = 0; // run on the event loop alone)
     std::atomic<std::uint32_t> pending_irqs_{0};
     std::atomic<bool> no_response_{false};
     std::optional<Rings> rings_;

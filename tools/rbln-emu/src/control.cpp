@@ -138,6 +138,8 @@ std::string status_reply(const Card& card) {
     r += " ring_irqs_backstop=" + std::to_string(s.ring_irqs_backstop);
     r += " lost_irq_armed=" + std::to_string(s.lost_irq_armed);
     r += " injected_lost_irqs=" + std::to_string(s.injected_lost_irqs);
+    r += " boot_faults_armed=" + std::to_string(s.boot_faults_armed);
+    r += " reset_faults_armed=" + std::to_string(s.reset_faults_armed);
     return r;
 }
 
@@ -233,6 +235,7 @@ std::string fault_clear(Card& card, const CommandLine& cl) {
     no_args(cl, "fault clear");
     card.set_no_response(false);
     card.clear_ring_faults();
+    card.clear_start_faults();
     return "ok";
 }
 
@@ -268,6 +271,32 @@ std::string fault_corrupt_cpl(Card& card, const CommandLine& cl) {
 
 std::string fault_lost_irq(Card& card, const CommandLine& cl) {
     card.inject_lost_irq(fault_chiplet(card, cl));
+    return "ok";
+}
+
+// `fault boot-fault|reset-fault [count=N]`: how many (1..100, default 1).
+std::uint32_t fault_count(const CommandLine& cl) {
+    const std::string what = "fault " + std::string(cl.words[1]);
+    if (cl.words.size() == 2)
+        return 1;
+    if (cl.words.size() != 3)
+        throw CommandError("usage: " + what + " [count=N]");
+    const KeyValue kv = split_kv(cl.words[2]);
+    if (kv.key != "count")
+        throw CommandError(what + ": unknown key " + shown(kv.key) + " (count)");
+    const auto count = number<std::uint32_t>(kv);
+    if (count == 0 || count > 100)
+        throw CommandError("count: " + std::to_string(count) + " out of range (1..100)");
+    return count;
+}
+
+std::string fault_boot_fault(Card& card, const CommandLine& cl) {
+    card.inject_boot_faults(fault_count(cl));
+    return "ok";
+}
+
+std::string fault_reset_fault(Card& card, const CommandLine& cl) {
+    card.inject_reset_faults(fault_count(cl));
     return "ok";
 }
 
@@ -322,8 +351,8 @@ std::string fault_fw_fault(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
-const std::array<FaultKind, 7>& faults() {
-    static const std::array<FaultKind, 7> kFaults{{
+const std::array<FaultKind, 9>& faults() {
+    static const std::array<FaultKind, 9> kFaults{{
         {"no-response", "fault no-response", fault_no_response},
         {"fw-fault", "fault fw-fault [code=N] [reason=TEXT...]", fault_fw_fault},
         {"clear", "fault clear", fault_clear},
@@ -331,6 +360,8 @@ const std::array<FaultKind, 7>& faults() {
         {"dma-error", "fault dma-error chiplet=N", fault_dma_error},
         {"corrupt-cpl", "fault corrupt-cpl chiplet=N", fault_corrupt_cpl},
         {"lost-irq", "fault lost-irq chiplet=N", fault_lost_irq},
+        {"boot-fault", "fault boot-fault [count=N]", fault_boot_fault},
+        {"reset-fault", "fault reset-fault [count=N]", fault_reset_fault},
     }};
     return kFaults;
 }

@@ -273,14 +273,36 @@ static int rbln_fw_wait_state(struct rbln_device *rdev, u32 want,
 	}
 }
 
-/* host_ctrl = 0 + doorbell; the card stops DMA and returns to RESET. */
+/* A card still in FAULT this long after a reset request is asked again. */
+#define RBLN_RESET_RETRY_MS	100
+
+/*
+ * host_ctrl = 0 + doorbell; the card stops DMA and returns to RESET.  A
+ * card that crashed again right after it took the request stays in FAULT,
+ * which only a further request clears: while it reads FAULT the request
+ * is repeated every RBLN_RESET_RETRY_MS, within @timeout_ms in all.
+ */
 static int rbln_fw_reset(struct rbln_device *rdev, unsigned int timeout_ms)
 {
+	ktime_t deadline = ktime_add_ms(ktime_get(), timeout_ms);
+	bool ask = true;
+	s64 left;
 	u32 st;
+	int ret;
 
-	rbln_ctrl_wr32(rdev, rbln_ctrl_off(host_ctrl), 0);
-	rbln_doorbell(rdev, RBLN_FW_DB_CTRL);
-	return rbln_fw_wait_state(rdev, RBLN_FW_STATE_RESET, timeout_ms, &st);
+	for (;;) {
+		if (ask) {
+			rbln_ctrl_wr32(rdev, rbln_ctrl_off(host_ctrl), 0);
+			rbln_doorbell(rdev, RBLN_FW_DB_CTRL);
+		}
+		left = ktime_ms_delta(deadline, ktime_get());
+		ret = rbln_fw_wait_state(rdev, RBLN_FW_STATE_RESET,
+					 clamp_t(s64, left, 0, RBLN_RESET_RETRY_MS),
+					 &st);
+		if (ret != -ETIMEDOUT || left <= RBLN_RESET_RETRY_MS)
+			return ret;
+		ask = st == RBLN_FW_STATE_FAULT;
+	}
 }
 
 static void rbln_fw_log_fault(struct rbln_device *rdev, const char *when)

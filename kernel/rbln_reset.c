@@ -8,8 +8,11 @@
  * every ring's scheduler, resets the card and does the boot handshake
  * again, binds every VM the card knew again, fails the jobs the card lost
  * with -EIO, sets the rings up again and restarts the schedulers.  Open
- * files, buffers and queues survive; new jobs run.  A recovery that fails
- * leaves the card in "fault" until the driver is rebound.  Each recovery
+ * files, buffers and queues survive; new jobs run.  A card that faults
+ * again while it is being recovered (in its reset, its handshake or while
+ * it is set up) is reset again, up to RBLN_RECOVERY_ATTEMPTS times in a
+ * row; a recovery whose attempts all fail leaves the card in "fault" until
+ * the driver is rebound.  Each recovery
  * is counted (sysfs card_resets) and announced by the state uevents
  * (fault -> resetting -> ready).  A heartbeat watchdog faults a card whose
  * firmware stopped running.
@@ -31,6 +34,7 @@ MODULE_PARM_DESC(heartbeat_timeout_ms,
 		 "A ready card whose heartbeat counter stands still this long is faulted, in ms (default 5000, 0: no watchdog)");
 
 #define RBLN_WATCHDOG_PERIOD_MS	500
+#define RBLN_RECOVERY_ATTEMPTS	3
 
 static bool rbln_ring_poll = true;
 module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
@@ -96,18 +100,38 @@ static void rbln_vms_rebind(struct rbln_device *rdev)
 	mutex_unlock(&rdev->vm_debug_lock);
 }
 
+/* One reset, handshake and set-up of a faulted card; 0 or -errno. */
+static int rbln_recover_once(struct rbln_device *rdev)
+{
+	unsigned int i;
+	int ret;
+
+	rbln_set_state(rdev, RBLN_STATE_RESETTING);
+	ret = rbln_fw_restart(rdev);
+	if (ret)
+		return ret;
+	rbln_vms_rebind(rdev);
+	for (i = 0; i < rdev->ring_count && !ret; i++)
+		ret = rbln_ring_restart(&rdev->rings[i], -EIO);
+	/* It may have faulted again after its last answer. */
+	if (!ret && rbln_get_state(rdev) != RBLN_STATE_READY)
+		ret = -EIO;
+	return ret;
+}
+
 static void rbln_recover_work(struct work_struct *work)
 {
 	struct rbln_device *rdev = container_of(work, struct rbln_device,
 						recover_work);
-	unsigned int i;
+	unsigned int i, attempt;
 	int idx, ret;
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
 	mutex_lock(&rdev->reset_lock);
 	WRITE_ONCE(rdev->recover_queued, false);
-	if (rbln_get_state(rdev) != RBLN_STATE_FAULT)
+	/* Queued by a fault during a recovery that gave up since. */
+	if (rbln_get_state(rdev) != RBLN_STATE_FAULT || rdev->recover_failed)
 		goto out;
 
 	rbln_devcoredump(rdev);
@@ -115,21 +139,21 @@ static void rbln_recover_work(struct work_struct *work)
 		 rdev->fault_reason);
 	for (i = 0; i < rdev->ring_count; i++)
 		drm_sched_stop(&rdev->rings[i].sched, NULL);
-	rbln_set_state(rdev, RBLN_STATE_RESETTING);
 
-	ret = rbln_fw_restart(rdev);
-	if (!ret) {
-		rbln_vms_rebind(rdev);
-		for (i = 0; i < rdev->ring_count && !ret; i++)
-			ret = rbln_ring_restart(&rdev->rings[i], -EIO);
+	for (attempt = 1;; attempt++) {
+		ret = rbln_recover_once(rdev);
+		if (!ret || attempt == RBLN_RECOVERY_ATTEMPTS)
+			break;
+		drm_warn(&rdev->drm, "recovery attempt %u of %u failed (%d): resetting the card again\n",
+			 attempt, RBLN_RECOVERY_ATTEMPTS, ret);
 	}
 	if (ret) {
 		rdev->recover_failed = true;
 		for (i = 0; i < rdev->ring_count; i++)
 			rbln_ring_fail_pending(&rdev->rings[i], -EIO);
 		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, "recovery failed");
-		drm_err(&rdev->drm, "card recovery failed (%d): rebind the driver to retry\n",
-			ret);
+		drm_err(&rdev->drm, "card recovery failed %u times (%d): rebind the driver to retry\n",
+			RBLN_RECOVERY_ATTEMPTS, ret);
 	} else {
 		rdev->card_resets++;
 		drm_info(&rdev->drm, "card recovered (recovery %llu)\n",

@@ -341,4 +341,117 @@ TEST_F_TIMEOUT(fault, runtime_fault_is_recovered_by_the_driver, 120)
 	TH_LOG("want one devcoredump whose failing_device is %s", self->target.bdf);
 }
 
+/* card_resets of the target card. */
+static unsigned long long read_card_resets(const char *bdf)
+{
+	char path[128], text[64] = "";
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/rbln/card_resets",
+		 bdf);
+	if (rbln_read_file(path, text, sizeof(text)) <= 0)
+		return ~0ULL;
+	return strtoull(text, NULL, 10);
+}
+
+/*
+ * With recovery on: arms @start (a boot-fault or reset-fault line), crashes
+ * the firmware and waits until the recovery ended (card_resets counted it,
+ * or the log says it gave up), with the kernel log since in self->klog.
+ */
+static void crash_during_recovery(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(fault) * self, const char *start,
+				  unsigned long long *resets_before)
+{
+	char reply[128];
+	int kfd, err;
+
+	*resets_before = read_card_resets(self->target.bdf);
+	ASSERT_NE(~0ULL, *resets_before);
+	ASSERT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "Y"));
+	kfd = rbln_kmsg_open();
+	ASSERT_LE(0, kfd);
+	err = rbln_emu_cmd(self->target.card, start, reply, sizeof(reply),
+			   EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err) TH_LOG("emulator: %s, reply '%s'", strerror(-err), reply);
+	err = rbln_emu_cmd(self->target.card,
+			   "fault fw-fault reason=" FAULT_REASON, reply,
+			   sizeof(reply), EMU_TIMEOUT_MS);
+	ASSERT_EQ(0, err) TH_LOG("emulator: %s, reply '%s'", strerror(-err), reply);
+	self->klog[0] = '\0';
+	for (int i = 0; i < 300; i++) {
+		EXPECT_EQ(0, rbln_kmsg_read(kfd, self->klog, sizeof(self->klog)));
+		if (read_card_resets(self->target.bdf) != *resets_before ||
+		    strstr(self->klog, "card recovery failed"))
+			break;
+		rbln_sleep_ms(100);
+	}
+	close(kfd);
+}
+
+TEST_F_TIMEOUT(fault, a_crash_right_after_the_recovery_reset_is_reset_again, 120)
+{
+	struct drm_rbln_info_telemetry t;
+	unsigned long long before;
+	int fd = rbln_open_minor(self->target.minor);
+
+	ASSERT_LE(0, fd);
+	crash_during_recovery(_metadata, self, "fault reset-fault", &before);
+	EXPECT_EQ(before + 1, read_card_resets(self->target.bdf))
+	TH_LOG("kernel log:\n%s", self->klog);
+	EXPECT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+	/* asked again within the attempt: no second attempt, no failure */
+	EXPECT_EQ(NULL, strstr(self->klog, "recovery attempt"));
+	EXPECT_EQ(NULL, strstr(self->klog, "recovery failed"));
+	EXPECT_EQ(0, rbln_get_info(fd, RBLN_INFO_TELEMETRY, &t, sizeof(t), NULL));
+	close(fd);
+}
+
+TEST_F_TIMEOUT(fault, a_crash_in_the_recovery_handshake_is_retried, 120)
+{
+	struct drm_rbln_info_telemetry t;
+	unsigned long long before;
+	int fd = rbln_open_minor(self->target.minor);
+
+	ASSERT_LE(0, fd);
+	crash_during_recovery(_metadata, self, "fault boot-fault count=2",
+			      &before);
+	EXPECT_EQ(before + 1, read_card_resets(self->target.bdf))
+	TH_LOG("kernel log:\n%s", self->klog);
+	EXPECT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      "recovery attempt 1 of 3 failed", ""));
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      "recovery attempt 2 of 3 failed", ""));
+	EXPECT_EQ(NULL, strstr(self->klog, "recovery failed"));
+	/* the open file survived all three resets */
+	EXPECT_EQ(0, rbln_get_info(fd, RBLN_INFO_TELEMETRY, &t, sizeof(t), NULL));
+	close(fd);
+}
+
+TEST_F_TIMEOUT(fault, recovery_gives_up_after_three_failed_attempts, 120)
+{
+	struct drm_rbln_info_telemetry t;
+	unsigned long long before;
+	char reply[128];
+	int fd = rbln_open_minor(self->target.minor);
+
+	ASSERT_LE(0, fd);
+	crash_during_recovery(_metadata, self, "fault boot-fault count=3",
+			      &before);
+	EXPECT_EQ(1, rbln_count_lines(self->klog, self->target.bdf,
+				      "card recovery failed 3 times", ""))
+	TH_LOG("kernel log:\n%s", self->klog);
+	EXPECT_EQ(before, read_card_resets(self->target.bdf));
+	EXPECT_EQ(0, wait_state(self->state_path, "fault", STATE_TIMEOUT_MS));
+	EXPECT_EQ(-EIO,
+		  rbln_get_info(fd, RBLN_INFO_TELEMETRY, &t, sizeof(t), NULL));
+	/* no recovery starts by itself any more; the teardown rebinds */
+	rbln_sleep_ms(500);
+	EXPECT_EQ(before, read_card_resets(self->target.bdf));
+	EXPECT_EQ(0, rbln_emu_cmd(self->target.card, "fault clear", reply,
+				  sizeof(reply), EMU_TIMEOUT_MS));
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

@@ -11,15 +11,17 @@ set -u
 bin=$1/tests/fuzz/rbln_uapi_fuzz
 secs=${2:-60}
 name=uapi
+timeout=20
 if [ "${3:-}" = faults ]; then
 	export RBLN_FUZZ_FAULTS=1
 	name="uapi (with card faults)"
+	timeout=60	# the harness waits up to 20 s for the card to come back
 fi
 work=$(mktemp -d)
 out=${RBLN_VM_RESULTS:-$work}
 RBLN_FUZZ_SEEDS="$work/seeds" "$bin" || exit 1
 mkdir -p "$work/corpus"
-"$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+"$bin" -max_total_time="$secs" -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
 	-artifact_prefix="$out/uapi-" "$work/corpus" "$work/seeds" > "$work/log" 2>&1
 rc=$?
 if [ "$rc" != 0 ]; then

@@ -11,12 +11,14 @@
  * files, buffers and queues survive; new jobs run.  A card that faults
  * again while it is being recovered (in its reset, its handshake or while
  * it is set up) is reset again, up to RBLN_RECOVERY_ATTEMPTS times in a
- * row; a recovery whose attempts all fail leaves the card in "fault" until
- * the driver is rebound.  Each recovery
+ * row, 100 ms after the first failed attempt and 200 ms after the second;
+ * a recovery whose attempts all fail leaves the card in "fault" until the
+ * driver is rebound.  Each recovery
  * is counted (sysfs card_resets) and announced by the state uevents
  * (fault -> resetting -> ready).  A heartbeat watchdog faults a card whose
  * firmware stopped running.
  */
+#include <linux/delay.h>
 #include <linux/devcoredump.h>
 #include <linux/io.h>
 #include <linux/slab.h>
@@ -35,6 +37,7 @@ MODULE_PARM_DESC(heartbeat_timeout_ms,
 
 #define RBLN_WATCHDOG_PERIOD_MS	500
 #define RBLN_RECOVERY_ATTEMPTS	3
+#define RBLN_RECOVERY_BACKOFF_MS	100	/* times the attempt that failed */
 
 static bool rbln_ring_poll = true;
 module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
@@ -144,8 +147,11 @@ static void rbln_recover_work(struct work_struct *work)
 		ret = rbln_recover_once(rdev);
 		if (!ret || attempt == RBLN_RECOVERY_ATTEMPTS)
 			break;
-		drm_warn(&rdev->drm, "recovery attempt %u of %u failed (%d): resetting the card again\n",
-			 attempt, RBLN_RECOVERY_ATTEMPTS, ret);
+		drm_warn(&rdev->drm, "recovery attempt %u of %u failed (%d): resetting the card again in %u ms\n",
+			 attempt, RBLN_RECOVERY_ATTEMPTS, ret,
+			 attempt * RBLN_RECOVERY_BACKOFF_MS);
+		/* Not into the same burst of crashes again. */
+		msleep(attempt * RBLN_RECOVERY_BACKOFF_MS);
 	}
 	if (ret) {
 		rdev->recover_failed = true;

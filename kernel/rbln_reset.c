@@ -94,7 +94,11 @@ static void rbln_vms_rebind(struct rbln_device *rdev)
 		if (vm->bound) {
 			vm->bound = false;
 			ret = rbln_vm_bind_locked(vm);
-			if (ret)
+			/*
+			 * Unbound, the VM is bound at its next job.  A card
+			 * that faulted again fails this attempt anyway.
+			 */
+			if (ret && rbln_get_state(rdev) == RBLN_STATE_READY)
 				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
 					asid, ret);
 		}

@@ -446,6 +446,7 @@ void rbln_pt_unmap(struct rbln_vm *vm, u64 va, u64 len);
 int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm);
 void rbln_vm_fini(struct rbln_vm *vm);
 int rbln_vm_bind_locked(struct rbln_vm *vm);
+bool rbln_vm_request_failed(struct rbln_device *rdev, int ret);
 int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len);
 void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 		       u32 access, u32 reason);

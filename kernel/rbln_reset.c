@@ -98,7 +98,7 @@ static void rbln_vms_rebind(struct rbln_device *rdev)
 			 * Unbound, the VM is bound at its next job.  A card
 			 * that faulted again fails this attempt anyway.
 			 */
-			if (ret && rbln_get_state(rdev) == RBLN_STATE_READY)
+			if (rbln_vm_request_failed(rdev, ret))
 				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
 					asid, ret);
 		}

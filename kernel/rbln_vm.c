@@ -62,13 +62,13 @@ err:
 }
 
 /*
- * Whether a failed VM_UNBIND or TLB_INVALIDATE is worth a warning: not if
- * the device is gone, nor if the card is not READY (the request was
- * refused, or the card faulted before it answered).  Such a card is
- * restarted, and forgets every binding and translation, before it runs
- * anything again.
+ * Whether a failed MMU request (VM_BIND, VM_UNBIND, TLB_INVALIDATE) is worth
+ * logging: not if the device is gone, nor if the card is not READY (the
+ * request was refused, or the card faulted before it answered).  Such a
+ * card is restarted, and forgets every binding and translation, before it
+ * runs anything again.
  */
-static bool rbln_vm_request_failed(struct rbln_device *rdev, int ret)
+bool rbln_vm_request_failed(struct rbln_device *rdev, int ret)
 {
 	return ret && ret != -ENODEV && rbln_get_state(rdev) == RBLN_STATE_READY;
 }

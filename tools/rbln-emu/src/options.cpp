@@ -292,7 +292,9 @@ const char* usage_text() {
            "                            (default auto: measured at start-up)\n"
            "  --help                    this text\n"
            "\n"
-           "Control commands: status | set KEY=N... | fault no-response|fw-fault|clear | help\n";
+           "Control commands: status | set KEY=N... | fault KIND [ARGS] | memcpy-bench size=N | "
+           "help\n"
+           "(help lists the fault kinds and their arguments)\n";
 }
 
 } // namespace rbln::emu

@@ -11,7 +11,9 @@
  * pending commands of a task that exits or is killed, on a ring it shares,
  * each complete once (-ECANCELED or their result) and its job runs; closing a
  * ring, or killing a process, with jobs in flight leaks nothing: every
- * buffer is freed, the file is released, the kernel logs no warning.
+ * buffer is freed, the file is released, the kernel logs no warning;
+ * the same holds on an SQPOLL ring, whose kernel thread issues the
+ * commands and runs their completions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -468,7 +470,8 @@ static int splats(const char *log)
  * bad.
  */
 static void in_flight_teardown(struct __test_metadata *_metadata,
-			       FIXTURE_DATA(ur) * self, bool kill_it)
+			       FIXTURE_DATA(ur) * self, bool kill_it,
+			       unsigned int ring_flags)
 {
 	struct drm_rbln_info_mem before, after;
 	static char klog[65536];
@@ -490,13 +493,13 @@ static void in_flight_teardown(struct __test_metadata *_metadata,
 		struct rbln_cmdbuf cb;
 		struct io_uring ring;
 		__u32 bos[2], q;
-		int fd = rbln_open_minor(self->nodes[0].minor);
+		int n, fd = rbln_open_minor(self->nodes[0].minor);
 
 		if (fd < 0 || rbln_queue_create(fd, 1, 1, &q) ||
 		    rbln_cmd_init(fd, &cb, 64 * 1024, RBLN_REGION_HOST, 0) ||
 		    rbln_buf_new(fd, &host, 2 << 20, RBLN_REGION_HOST, 0) ||
 		    rbln_buf_userptr(fd, &up, 2 << 20) ||
-		    rbln_uring_init(&ring, 128, 0))
+		    rbln_uring_init(&ring, 128, ring_flags))
 			_exit(2);
 		memset(host.map, 0, 4096);
 		bos[0] = host.handle;
@@ -514,7 +517,12 @@ static void in_flight_teardown(struct __test_metadata *_metadata,
 			rbln_prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, &s,
 					    sizeof(s), i, false);
 		}
-		if (io_uring_submit(&ring) != 100)
+		/*
+		 * On an SQPOLL ring liburing counts what the polling thread
+		 * has not taken yet: anything from 0 to 100.
+		 */
+		n = io_uring_submit(&ring);
+		if (ring_flags & IORING_SETUP_SQPOLL ? n < 0 : n != 100)
 			_exit(3);
 		if (write(pipefd[1], "x", 1) != 1)
 			_exit(4);
@@ -570,14 +578,103 @@ TEST_F_TIMEOUT(ur, closing_the_ring_with_jobs_in_flight_leaks_nothing, 120)
 {
 	if (!self->ready)
 		return;
-	in_flight_teardown(_metadata, self, false);
+	in_flight_teardown(_metadata, self, false, 0);
 }
 
 TEST_F_TIMEOUT(ur, killing_a_process_with_jobs_in_flight_leaks_nothing, 120)
 {
 	if (!self->ready)
 		return;
-	in_flight_teardown(_metadata, self, true);
+	in_flight_teardown(_metadata, self, true, 0);
+}
+
+/*
+ * With IORING_SETUP_SQPOLL a kernel thread of the process (iou-sqp-<pid>)
+ * issues the commands and runs their completions: the driver must not
+ * depend on the submitting task.  One batch of SUBMITs and a WAIT at a
+ * time (the submitter never enters the kernel to submit unless the
+ * thread sleeps): every CQE once, res 0, big_cqe[0] the seqno, every
+ * store landed, and the ioctl WAIT sees the same queue.
+ */
+#define SQPOLL_JOBS 256
+
+TEST_F_TIMEOUT(ur, jobs_submitted_by_an_sqpoll_thread_give_their_cqes, 300)
+{
+	__u64 *res = (__u64 *)self->data.map + 512;
+	struct drm_rbln_wait w = { .queue_id = self->q };
+	bool seen[SQPOLL_JOBS] = { false };
+	__u32 bo = self->data.handle;
+	struct io_uring ring;
+	int err, bad = 0;
+
+	if (!self->ready)
+		return;
+	err = rbln_uring_init(&ring, 64, IORING_SETUP_SQPOLL);
+	ASSERT_EQ(0, err) TH_LOG("io_uring SQPOLL: %s", strerror(-err));
+	for (int base = 0; base < SQPOLL_JOBS; base += 32) {
+		for (int i = base; i < base + 32; i++) {
+			rbln_cmd_begin(&self->cb);
+			rbln_cmd_signal(&self->cb, self->data.va + 4096 + 8 * i,
+					i + 1, 0);
+			queue_submit(_metadata, &ring, self->fd, self->q,
+				     &self->cb, &bo, 1, i);
+		}
+		w.seqno = base + 32;
+		queue_wait(_metadata, &ring, &w, self->fd, WAIT_TAG | w.seqno);
+		/* the SQEs the polling thread has not taken yet: 0..33 */
+		err = io_uring_submit(&ring);
+		ASSERT_LE(0, err) TH_LOG("io_uring_submit: %s", strerror(-err));
+		for (int k = 0; k < 33; k++) {
+			__u64 ud = 0, extra = 0;
+			__s32 r = 0;
+
+			ASSERT_EQ(0, rbln_uring_reap(&ring, RBLN_JOB_WAIT_MS,
+						     &ud, &r, &extra))
+			TH_LOG("batch at %d: CQE %d of 33 missing", base, k);
+			if (ud & WAIT_TAG) {
+				EXPECT_EQ(0, r);
+				EXPECT_EQ(ud & ~WAIT_TAG, extra);
+				continue;
+			}
+			ASSERT_GT(SQPOLL_JOBS, ud);
+			if (seen[ud] && bad++ < 5)
+				TH_LOG("CQE of job %llu twice", ud);
+			seen[ud] = true;
+			if ((r || extra != ud + 1) && bad++ < 5)
+				TH_LOG("job %llu: res %d seqno %llu", ud, r,
+				       extra);
+		}
+	}
+	io_uring_queue_exit(&ring);
+	EXPECT_EQ(0, bad);
+	for (int i = 0; i < SQPOLL_JOBS; i++) {
+		EXPECT_TRUE(seen[i]) TH_LOG("no CQE for job %d", i);
+		EXPECT_EQ((__u64)i + 1, res[i]) TH_LOG("job %d's store", i);
+		if (!seen[i] || res[i] != (__u64)i + 1)
+			break;
+	}
+	{
+		__s32 je = 1;
+
+		EXPECT_EQ(0, rbln_wait_job(self->fd, self->q, SQPOLL_JOBS, 0,
+					   &je));
+		EXPECT_EQ(0, je);
+	}
+}
+
+TEST_F_TIMEOUT(ur, closing_an_sqpoll_ring_with_jobs_in_flight_leaks_nothing,
+	       120)
+{
+	if (!self->ready)
+		return;
+	in_flight_teardown(_metadata, self, false, IORING_SETUP_SQPOLL);
+}
+
+TEST_F_TIMEOUT(ur, killing_a_process_with_an_sqpoll_ring_leaks_nothing, 120)
+{
+	if (!self->ready)
+		return;
+	in_flight_teardown(_metadata, self, true, IORING_SETUP_SQPOLL);
 }
 
 TEST_HARNESS_MAIN

@@ -496,6 +496,9 @@ struct drm_rbln_wait {
  *
  * Pending commands complete with -ECANCELED when the ring or the process
  * goes away.  The plain ioctls stay complete for hosts with io_uring off.
+ * Any ring setup with SQE128 and CQE32 works, IORING_SETUP_SQPOLL too:
+ * the ring's polling thread then issues the commands and takes their
+ * completions, and the submitting thread only fills SQEs and reaps CQEs.
  */
 #define RBLN_URING_CMD_SUBMIT	0x01
 #define RBLN_URING_CMD_WAIT	0x02

@@ -316,6 +316,15 @@ TEST(VmStreams, WithIoUringDisabledTheIoctlsDoTheSameWork) {
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
 }
 
+TEST(VmStreams, AnSqpollRingDoesTheSameWork) {
+    REQUIRE_CARD();
+    setenv("RBLN_URING_SQPOLL", "20", 1);
+    const pid_t child = spawn_child("VmChild.DISABLED_ManyJobsOverSqpoll");
+    unsetenv("RBLN_URING_SQPOLL");
+    const int st = wait_exit(child);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+}
+
 // ---- child processes (run by the tests above) ---------------------------------------
 
 void round_trip(Submitter::Path expected) {
@@ -342,6 +351,26 @@ TEST(VmChild, DISABLED_RoundTrip) {
 
 TEST(VmChild, DISABLED_RoundTripOverIoctls) {
     round_trip(Submitter::Path::Ioctl);
+}
+
+// More jobs than the ring has SQEs, enqueued at once: the submitter waits
+// for the polling thread to take SQEs instead of failing on a full ring.
+TEST(VmChild, DISABLED_ManyJobsOverSqpoll) {
+    auto dev = Device::get(0);
+    ASSERT_EQ(dev->submitter().path(), Submitter::Path::IoUring)
+        << dev->submitter().fallback_reason();
+    ASSERT_TRUE(dev->submitter().sqpoll()) << "RBLN_URING_SQPOLL=20 gave no SQPOLL ring";
+    constexpr unsigned kJobs = 700;
+    auto m = dev->allocate(kJobs * 64);
+    Stream s(dev);
+    for (unsigned i = 0; i < kJobs; i++)
+        s.fill(m, i * 64, 64, (i % 251) + 1, 1);
+    s.synchronize();
+    const auto bytes = read_back(s, m, kJobs * 64);
+    for (unsigned i = 0; i < kJobs; i++)
+        ASSERT_EQ(bytes[(i * 64) + 63], (i % 251) + 1) << "job " << i;
+    EXPECT_GE(dev->submitter().stats().completions, kJobs);
+    round_trip(Submitter::Path::IoUring);
 }
 
 TEST(VmChild, DISABLED_BusyUntilKilled) {

@@ -8,12 +8,14 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
+#include "rbln/device.hpp"
 #include "rbln/submitter.hpp"
 
 namespace rbln::test::submitter_test {
@@ -447,6 +449,81 @@ TEST_P(SingleIssuerWait, InAnyThreadModeAWaiterAsksForOneCqeAtATime) {
 
 INSTANTIATE_TEST_SUITE_P(IoUring, SingleIssuerWait, ::testing::Values(Via::Uring),
                          [](const auto&) { return std::string("IoUring"); });
+
+// ---- SQPOLL ---------------------------------------------------------------------
+
+Submitter make_sqpoll(const std::shared_ptr<FakeKernel>& k, unsigned idle_ms, bool single) {
+    SubmitterOptions o;
+    o.sqpoll_idle_ms = idle_ms;
+    o.single_issuer = single;
+    o.ring_factory = fake_ring_factory(*k);
+    o.warn = [](const std::string&) {};
+    return {k, o};
+}
+
+TEST(Sqpoll, AndSingleIssuerModeExcludeEachOtherWithAClearError) {
+    auto k = std::make_shared<FakeKernel>();
+    try {
+        const Submitter s = make_sqpoll(k, 10, true);
+        FAIL() << "an SQPOLL single-issuer Submitter was made";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::InvalidArgument);
+        EXPECT_THAT(e.what(), HasSubstr("exclude each other"));
+        EXPECT_THAT(e.what(), HasSubstr("ask for one of them"));
+    }
+    EXPECT_EQ(k->count(KernelOp::Submit), 0);
+}
+
+TEST(Sqpoll, AnIdleTimeAboveTheLimitIsRefused) {
+    auto k = std::make_shared<FakeKernel>();
+    try {
+        const Submitter s = make_sqpoll(k, kMaxSqpollIdleMs + 1, false);
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::InvalidArgument);
+        EXPECT_THAT(e.what(), HasSubstr(std::to_string(kMaxSqpollIdleMs + 1) + " ms"));
+    }
+}
+
+TEST(Sqpoll, ARingFromAFactoryIsNotReportedAsSqpoll) {
+    // Only make_io_uring makes SQPOLL rings; a given factory's ring is used
+    // as it is.
+    auto k = std::make_shared<FakeKernel>();
+    const Submitter s = make_sqpoll(k, kMaxSqpollIdleMs, false);
+    EXPECT_EQ(s.path(), Submitter::Path::IoUring);
+    EXPECT_FALSE(s.sqpoll());
+}
+
+EnvSource env_with(const std::optional<std::string>& v) {
+    return [v](std::string_view name) -> std::optional<std::string> {
+        return name == "RBLN_URING_SQPOLL" ? v : std::nullopt;
+    };
+}
+
+TEST(SqpollEnvironment, UnsetOrEmptyLeavesTheOptionAlone) {
+    EXPECT_FALSE(sqpoll_from_environment(env_with(std::nullopt)));
+    EXPECT_FALSE(sqpoll_from_environment(env_with("")));
+}
+
+TEST(SqpollEnvironment, ANumberOfMillisecondsIsTheIdleTime) {
+    EXPECT_EQ(sqpoll_from_environment(env_with("0")), 0u);
+    EXPECT_EQ(sqpoll_from_environment(env_with("50")), 50u);
+    EXPECT_EQ(sqpoll_from_environment(env_with(std::to_string(kMaxSqpollIdleMs))),
+              kMaxSqpollIdleMs);
+}
+
+TEST(SqpollEnvironment, AnythingElseIsABadConfigNamingTheValue) {
+    for (const char* bad : {"abc", "-1", "5ms", " 5", "1.5", "60001", "99999999999"}) {
+        try {
+            (void)sqpoll_from_environment(env_with(bad));
+            ADD_FAILURE() << "'" << bad << "' accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), Errc::BadConfig) << bad;
+            EXPECT_THAT(e.what(), HasSubstr(std::string("'") + bad + "'"));
+            EXPECT_THAT(e.what(), HasSubstr("0: off"));
+        }
+    }
+}
 
 } // namespace
 } // namespace rbln::test::submitter_test

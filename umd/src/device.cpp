@@ -3,6 +3,7 @@
 
 #include "rbln/device.hpp"
 
+#include <charconv>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -176,6 +177,14 @@ std::shared_ptr<Device> Device::get(unsigned index) {
     DeviceOptions options = pd.options;
     if (const std::optional<bool> single = single_issuer_from_environment())
         options.submitter.single_issuer = *single;
+    if (const std::optional<unsigned> idle = sqpoll_from_environment())
+        options.submitter.sqpoll_idle_ms = *idle;
+    if (options.submitter.single_issuer && options.submitter.sqpoll_idle_ms > 0)
+        throw Error(Errc::BadConfig, "RBLN_URING_SQPOLL", device_string(index), 0,
+                    "an SQPOLL ring (RBLN_URING_SQPOLL=" +
+                        std::to_string(options.submitter.sqpoll_idle_ms) +
+                        ") and single-issuer mode (RBLN_SINGLE_ISSUER=1 or "
+                        "DeviceOptions) exclude each other: unset one of them");
     auto dev = open(std::move(kernel), index, std::move(options));
     dev->s_->from_process = true;
     // After commit(): its atfork handler counts the generations from here.
@@ -330,6 +339,23 @@ std::optional<bool> single_issuer_from_environment(const EnvSource& env) {
                 "'" + *v +
                     "' is not 0 or 1 (1: each device submits from the thread that opened it "
                     "only, over a single-issuer io_uring)");
+}
+
+std::optional<unsigned> sqpoll_from_environment(const EnvSource& env) {
+    const EnvSource& source = env ? env : process_environment();
+    const std::optional<std::string> v = source("RBLN_URING_SQPOLL");
+    if (!v || v->empty())
+        return std::nullopt;
+    unsigned ms = 0;
+    const char* end = v->data() + v->size();
+    const auto [p, ec] = std::from_chars(v->data(), end, ms);
+    if (ec != std::errc() || p != end || ms > kMaxSqpollIdleMs)
+        throw Error(Errc::BadConfig, "RBLN_URING_SQPOLL", "", 0,
+                    "'" + *v + "' is not a number of milliseconds from 0 to " +
+                        std::to_string(kMaxSqpollIdleMs) +
+                        " (0: off; N: an io_uring kernel thread submits the jobs and polls N "
+                        "ms after the last before it sleeps)");
+    return ms;
 }
 
 std::shared_ptr<Device> device_of(const Memory& memory) {

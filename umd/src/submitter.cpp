@@ -39,7 +39,8 @@ class IoUring final : public CommandRing {
 public:
     IoUring(int fd, io_uring ring, unsigned setup_flags)
         : fd_(fd), ring_(ring), deferred_((setup_flags & IORING_SETUP_DEFER_TASKRUN) != 0),
-          taskrun_flag_((setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0) {}
+          taskrun_flag_((setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0),
+          sqpoll_((setup_flags & IORING_SETUP_SQPOLL) != 0) {}
     IoUring(const IoUring&) = delete;
     IoUring& operator=(const IoUring&) = delete;
     IoUring(IoUring&&) = delete;
@@ -51,6 +52,14 @@ public:
     void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
               std::uint64_t user_data) override {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        // SQPOLL: SQEs handed over stay taken until the polling thread has
+        // read them; wait for it (it is awake: the caller just submitted).
+        while (sqe == nullptr && sqpoll_) {
+            const int r = io_uring_sqring_wait(&ring_);
+            if (r < 0 && r != -EINTR)
+                throw Error::from_errno("io_uring_sqring_wait", "", -r);
+            sqe = io_uring_get_sqe(&ring_);
+        }
         if (sqe == nullptr)
             throw Error(Errc::Internal, "io_uring", "", 0, "the submission queue is full");
         // Liburing 2.3 has no uring_cmd prep helper: all 128 bytes zero
@@ -67,6 +76,8 @@ public:
         sqe->user_data = user_data;
     }
 
+    // With SQPOLL, liburing returns the SQEs the polling thread has not
+    // read yet (0..pushed), not how many it took: only an error counts.
     int submit() override {
         for (;;) {
             const int r = io_uring_submit(&ring_);
@@ -112,6 +123,7 @@ private:
     io_uring ring_;
     bool deferred_;
     bool taskrun_flag_;
+    bool sqpoll_;
 };
 
 std::int64_t monotonic_ns() {
@@ -127,7 +139,7 @@ Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsi
 }
 
 Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
-                                                   RingMode mode) {
+                                                   RingMode mode, unsigned sq_idle_ms) {
     auto* dev = dynamic_cast<KernelDevice*>(&kernel);
     if (dev == nullptr)
         return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), ENOTSUP,
@@ -144,17 +156,30 @@ Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsi
             flags |= IORING_SETUP_TASKRUN_FLAG;
         else if (r == -EINVAL)
             r = io_uring_queue_init(entries, &ring, flags);
+    } else if (mode == RingMode::SqPoll) {
+        if (sq_idle_ms == 0 || sq_idle_ms > kMaxSqpollIdleMs)
+            return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), EINVAL,
+                         "an SQPOLL thread's idle time of " + std::to_string(sq_idle_ms) +
+                             " ms is outside 1.." + std::to_string(kMaxSqpollIdleMs));
+        what = "io_uring_queue_init(SQE128 | CQE32 | SQPOLL)";
+        flags |= IORING_SETUP_SQPOLL;
+        io_uring_params p{};
+        p.flags = flags;
+        p.sq_thread_idle = sq_idle_ms;
+        r = io_uring_queue_init_params(entries, &ring, &p);
     } else {
         r = io_uring_queue_init(entries, &ring, flags);
     }
     if (r < 0) {
-        const char* why = -r == EPERM    ? "io_uring is disabled (sysctl kernel.io_uring_disabled)"
-                          : -r == ENOSYS ? "the kernel has no io_uring"
-                          : -r == EINVAL ? (mode == RingMode::SingleIssuer
-                                                ? "the kernel lacks SQE128/CQE32 or "
-                                                  "single-issuer deferred rings"
-                                                : "the kernel lacks SQE128/CQE32 rings")
-                                         : strerror(-r);
+        const char* why =
+            -r == EPERM    ? "io_uring is disabled (sysctl kernel.io_uring_disabled)"
+            : -r == ENOSYS ? "the kernel has no io_uring"
+            : -r == EINVAL
+                ? (mode == RingMode::SingleIssuer ? "the kernel lacks SQE128/CQE32 or "
+                                                    "single-issuer deferred rings"
+                   : mode == RingMode::SqPoll     ? "the kernel lacks SQE128/CQE32 or SQPOLL rings"
+                                                  : "the kernel lacks SQE128/CQE32 rings")
+                : strerror(-r);
         return Error(errc_from_errno(-r), what, kernel.path(), -r,
                      std::string(why) + " (" + strerrorname_np(-r) + ")");
     }
@@ -212,6 +237,7 @@ struct Submitter::State {
     Path path = Path::Ioctl;
     std::string fallback_reason;
     std::thread::id owner; // single_issuer: the only thread that may submit and wait
+    bool sqpoll = false;   // the ring is an SQPOLL ring
     std::map<std::uint32_t, Channel> channels;
     std::uint32_t last_queue = 0; // channel_locked's cache (nullptr: none)
     Channel* last_channel = nullptr;
@@ -257,6 +283,15 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
     s_->options = std::move(options);
     s_->owner = std::this_thread::get_id();
     auto& o = s_->options;
+    if (o.sqpoll_idle_ms > 0 && o.single_issuer)
+        throw Error(Errc::InvalidArgument, "Submitter", kernel_->path(), 0,
+                    "an SQPOLL ring and single-issuer mode exclude each other (a single-issuer "
+                    "ring defers completions to the issuing thread; an SQPOLL ring's kernel "
+                    "thread issues): ask for one of them");
+    if (o.sqpoll_idle_ms > kMaxSqpollIdleMs)
+        throw Error(Errc::InvalidArgument, "Submitter", kernel_->path(), 0,
+                    "an SQPOLL thread's idle time of " + std::to_string(o.sqpoll_idle_ms) +
+                        " ms is above " + std::to_string(kMaxSqpollIdleMs) + " ms");
     if (o.batch == 0)
         o.batch = 1;
     if (o.max_in_flight == 0)
@@ -273,11 +308,26 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
     }
     std::unique_ptr<CommandRing> ring;
     {
+        const RingMode mode = o.single_issuer        ? RingMode::SingleIssuer
+                              : o.sqpoll_idle_ms > 0 ? RingMode::SqPoll
+                                                     : RingMode::AnyThread;
         Result<std::unique_ptr<CommandRing>> made =
-            o.ring_factory
-                ? o.ring_factory(*kernel_, o.ring_entries)
-                : make_io_uring(*kernel_, o.ring_entries,
-                                o.single_issuer ? RingMode::SingleIssuer : RingMode::AnyThread);
+            o.ring_factory ? o.ring_factory(*kernel_, o.ring_entries)
+                           : make_io_uring(*kernel_, o.ring_entries, mode, o.sqpoll_idle_ms);
+        const bool want_sqpoll = !o.ring_factory && mode == RingMode::SqPoll;
+        if (!made && want_sqpoll) {
+            // Without SQPOLL the jobs still go through io_uring.
+            static std::once_flag logged;
+            std::call_once(logged, [&] {
+                (o.warn ? o.warn : warn_default)(
+                    "an SQPOLL io_uring is unavailable, submitting through a ring without "
+                    "it: " +
+                    std::string(made.error().what()));
+            });
+            made = make_io_uring(*kernel_, o.ring_entries, RingMode::AnyThread);
+        } else if (made && want_sqpoll) {
+            s_->sqpoll = true;
+        }
         if (made)
             ring = std::move(*made);
         else
@@ -306,6 +356,7 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
             return;
         }
     }
+    s_->sqpoll = false;
     // Once per process: every device falls back for the same reason.
     static std::once_flag logged;
     std::call_once(logged, [&] {
@@ -336,6 +387,10 @@ std::string Submitter::fallback_reason() const {
 
 bool Submitter::single_issuer() const noexcept {
     return s_->options.single_issuer;
+}
+
+bool Submitter::sqpoll() const noexcept {
+    return s_->sqpoll;
 }
 
 void Submitter::check_thread(const char* operation) const {

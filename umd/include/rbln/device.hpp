@@ -112,4 +112,12 @@ std::shared_ptr<Device> device_of(const Memory& memory);
 /// Device::get() applies it to the devices it opens (over DeviceOptions).
 std::optional<bool> single_issuer_from_environment(const EnvSource& env = {});
 
+/// RBLN_URING_SQPOLL from @env (empty: the process environment): a number
+/// of milliseconds 0..kMaxSqpollIdleMs (0: off; N: an SQPOLL ring whose
+/// kernel thread polls N ms after the last submission, see
+/// rbln/submitter.hpp), unset or empty nullopt; anything else
+/// Errc::BadConfig.  Device::get() applies it to the devices it opens; with
+/// single-issuer mode as well it throws Errc::BadConfig.
+std::optional<unsigned> sqpoll_from_environment(const EnvSource& env = {});
+
 } // namespace rbln

@@ -53,6 +53,19 @@
 // waits only on the owning thread; elsewhere it leaves the jobs to the
 // kernel.
 //
+// SQPOLL (SubmitterOptions::sqpoll_idle_ms, opt-in, or RBLN_URING_SQPOLL=MS
+// for the devices of Device::get()).  The ring is IORING_SETUP_SQPOLL: a
+// kernel thread of the process takes the SQEs off the ring and issues them,
+// and the uring commands' completions run in its context, so a submitting
+// thread only fills SQEs (and enters the kernel only to wake that thread
+// after it slept).  The thread polls for sqpoll_idle_ms after the last
+// submission before it sleeps, a CPU's worth of time: the trade for a
+// submitting thread that must not spend time in the kernel, not a cheaper
+// submission (tests/bench/README.md).  It needs CPUs that run alongside the
+// submitter; it excludes single-issuer mode (DEFER_TASKRUN rings cannot
+// poll).  If the kernel refuses an SQPOLL ring, the Submitter says so once
+// through the warning sink and uses the default ring.
+//
 // Lifetime.  A job's record keeps what it needs until it is done: the
 // arrays its SUBMIT points to and the owners (shared_ptr) of every buffer
 // it uses, so a caller dropping its buffer cannot free memory the card
@@ -118,17 +131,23 @@ public:
 using RingFactory =
     std::function<Result<std::unique_ptr<CommandRing>>(KernelInterface& kernel, unsigned entries)>;
 
-/// How a ring is set up: any thread submits and reaps (the default), or
-/// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (only its maker's thread).
-enum class RingMode { AnyThread, SingleIssuer };
+/// How a ring is set up: any thread submits and reaps (the default),
+/// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (only its maker's thread), or
+/// IORING_SETUP_SQPOLL (any thread; a kernel thread issues the SQEs).
+enum class RingMode { AnyThread, SingleIssuer, SqPoll };
+
+/// The longest polling time of an SQPOLL ring's thread librbln accepts (ms).
+inline constexpr unsigned kMaxSqpollIdleMs = 60000;
 
 /// The real io_uring on a KernelDevice's fd (Errc::InvalidArgument with
 /// ENOTSUP for another KernelInterface).
 Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries);
 /// The same in @mode (SingleIssuer: the calling thread is the issuer; also
-/// asks for IORING_SETUP_TASKRUN_FLAG, without it if the kernel refuses).
+/// asks for IORING_SETUP_TASKRUN_FLAG, without it if the kernel refuses;
+/// SqPoll: the ring's thread polls @sq_idle_ms, 1..kMaxSqpollIdleMs, after
+/// the last submission before it sleeps).
 Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
-                                                   RingMode mode);
+                                                   RingMode mode, unsigned sq_idle_ms = 50);
 
 struct SubmitterOptions {
     RingFactory ring_factory; ///< empty: make_io_uring
@@ -140,6 +159,10 @@ struct SubmitterOptions {
     /// Only the constructing thread may submit and wait (see the threading
     /// model above); an empty ring_factory then makes a SingleIssuer ring.
     bool single_issuer = false;
+    /// > 0: an SQPOLL ring whose kernel thread polls this many ms after the
+    /// last submission (see SQPOLL above; at most kMaxSqpollIdleMs; not
+    /// with single_issuer: the constructor throws Errc::InvalidArgument).
+    unsigned sqpoll_idle_ms = 0;
 };
 
 /// One job: a command buffer on a queue, the buffers it uses, its syncs.
@@ -205,6 +228,8 @@ public:
     std::uint64_t completed(std::uint32_t queue) const;
     /// Whether only the constructing thread may submit and wait.
     bool single_issuer() const noexcept;
+    /// Whether the jobs go through an SQPOLL ring (asked for and granted).
+    bool sqpoll() const noexcept;
     /// The first failure of @queue since the last call, and forgets it.
     std::optional<JobFailure> take_failure(std::uint32_t queue);
     /// Forgets a queue's bookkeeping (after its jobs are done).

@@ -5,6 +5,7 @@
 #   make test          dependencies, lint, host unit tests, fuzzing, VM tests
 #   make demo          dependencies, build, rbln-smi + workload in the VM
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
+#   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)
 #   make fuzz          libFuzzer targets, ASan + UBSan (FUZZ_SECONDS per target)
 #   make vm CMD="..."  run a command inside the VM with emulated cards
 #   make dkms-install  dkms add/build/install for the VM kernel
@@ -29,7 +30,7 @@ PREFIX  ?= /usr/local
 VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
-.PHONY: all deps kernel userspace test demo bench vm dkms-install install lint \
+.PHONY: all deps kernel userspace test demo bench bench-sqpoll vm dkms-install install lint \
         lint-kernel lint-user test-host test-vm fuzz clean help
 
 all: kernel userspace
@@ -107,6 +108,13 @@ bench: deps
 	$(MAKE) all
 	$(VM) -q --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
 		$(TOP)/tests/bench/run.sh $(CMAKE_B)/tests/bench
+
+# The submission rows again with the guest's vCPUs on host threads of their
+# own (multi-threaded TCG): what an SQPOLL ring needs (tests/bench/README.md).
+bench-sqpoll: deps
+	$(MAKE) all
+	RBLN_VM_TCG_THREAD=multi $(VM) -q --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) \
+		$(VMARGS) -- $(CMAKE_B)/tests/bench/rbln_submit_bench --only jobs
 
 vm: all
 	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- sh -c '$(CMD)'

@@ -757,6 +757,7 @@ int run(int argc, char** argv) {
         std::array<Result, batches.size()> uring_r{};
         std::array<Result, batches.size()> deferred_r{};
         std::array<Result, batches.size()> sqpoll_r{};
+        double sqpoll_nop_p50 = NAN; // one SQPOLL NOP's round trip
         std::array<Result, batches.size()> nop_r{};
         Ring ring(256, RingMode::kPlain);
         for (std::size_t b = 0; b < batches.size(); ++b) {
@@ -822,6 +823,9 @@ int run(int argc, char** argv) {
                         true);
                 });
                 row("io_uring NOP, SQPOLL (base)", batches[b], r, ioctl_r.rate());
+                if (b == 0) {
+                    sqpoll_nop_p50 = r.pct(0.5);
+                }
             }
             (void)::sched_setaffinity(0, sizeof(mine), &mine);
         }
@@ -865,6 +869,17 @@ int run(int argc, char** argv) {
                         m.r == &sqpoll_r[2] ? " (the submitting thread; the polling thread's "
                                               "CPU is in the whole process's)"
                                             : "");
+        }
+        // A NOP's round trip through the polling thread takes microseconds
+        // where CPUs run side by side; a timer tick where the guest's vCPUs
+        // take turns (QEMU's single-threaded TCG): then the SQPOLL rows
+        // measure the tick.
+        if (sqpoll_nop_p50 > 1e6) {
+            std::printf("note: an SQPOLL NOP round trip takes %s us here: this guest's CPUs do not "
+                        "run side by side (single-threaded TCG?), so the SQPOLL rows measure its "
+                        "timer tick; in the rbln VM use RBLN_VM_TCG_THREAD=multi (make "
+                        "bench-sqpoll)\n",
+                        num(sqpoll_nop_p50 / 1e3).c_str());
         }
         const Result& b32 = *best->r;
         std::printf("io_uring SUBMIT vs NOP at batch 32: %s of the NOP rate\n\n",

@@ -759,6 +759,23 @@ int run(int argc, char** argv) {
         std::array<Result, batches.size()> sqpoll_r{};
         double sqpoll_nop_p50 = NAN; // one SQPOLL NOP's round trip
         std::array<Result, batches.size()> nop_r{};
+        // Empty-job SUBMITs on @r at every batch size, each batch waited
+        // for whole (one wake-up); its rows are called @what.
+        auto whole_batches = [&](Ring& r, const char* what,
+                                 std::array<Result, batches.size()>& out) {
+            const drm_rbln_submit s = jobs.empty_job();
+            for (std::size_t b = 0; b < batches.size(); ++b) {
+                out[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
+                    uring_batch(
+                        r, batches[b],
+                        [&](io_uring_sqe* sqe) {
+                            prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s);
+                        },
+                        lat, true);
+                });
+                row(what, batches[b], out[b], ioctl_r.rate());
+            }
+        };
         Ring ring(256, RingMode::kPlain);
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const drm_rbln_submit s = jobs.empty_job();
@@ -772,18 +789,7 @@ int run(int argc, char** argv) {
         }
         {
             Ring dring(256, RingMode::kDeferred);
-            for (std::size_t b = 0; b < batches.size(); ++b) {
-                const drm_rbln_submit s = jobs.empty_job();
-                deferred_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
-                    uring_batch(
-                        dring, batches[b],
-                        [&](io_uring_sqe* sqe) {
-                            prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s);
-                        },
-                        lat, true);
-                });
-                row("io_uring SUBMIT, deferred", batches[b], deferred_r[b], ioctl_r.rate());
-            }
+            whole_batches(dring, "io_uring SUBMIT, deferred", deferred_r);
         }
         {
             // The polling thread gets a CPU of its own, the last one this
@@ -804,18 +810,7 @@ int run(int argc, char** argv) {
                 (void)::sched_setaffinity(0, sizeof(rest), &rest);
             }
             Ring sring(256, RingMode::kSqpoll, sq_cpu);
-            for (std::size_t b = 0; b < batches.size(); ++b) {
-                const drm_rbln_submit s = jobs.empty_job();
-                sqpoll_r[b] = measure(o, batches[b], [&](std::vector<double>& lat) {
-                    uring_batch(
-                        sring, batches[b],
-                        [&](io_uring_sqe* sqe) {
-                            prep_uring_cmd(sqe, fd, RBLN_URING_CMD_SUBMIT, s);
-                        },
-                        lat, true);
-                });
-                row("io_uring SUBMIT, SQPOLL", batches[b], sqpoll_r[b], ioctl_r.rate());
-            }
+            whole_batches(sring, "io_uring SUBMIT, SQPOLL", sqpoll_r);
             for (std::size_t b = 0; b < batches.size(); ++b) {
                 Result r = measure(o, batches[b], [&](std::vector<double>& lat) {
                     uring_batch(

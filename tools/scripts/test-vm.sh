@@ -50,12 +50,13 @@ step "librbln logical devices and fork, 4 ATOM cards" \
 # Random and well-formed ioctl structs from many short-lived clients
 # (tests/fuzz/README.md); -cpu max: libFuzzer's runtime uses POPCNT.  A
 # short job timeout: fuzzed jobs hang rings on purpose.  Then the same with
-# injected card faults, after each of which the card must come back.
-step "uAPI fuzzing, 60 s, then 45 s with card faults, 1 Rebel100 card" bash -c \
+# injected card faults, after each of which the card must come back, and
+# beside it a second client fuzzing without faults through the recoveries.
+step "uAPI fuzzing, 60 s, then 45 s with card faults and a client beside, 1 Rebel100 card" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --timeout 400 --cpu max --modparams job_timeout_ms=200 -- bash -c \
 	 \"'$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 &&
-	  '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 45 faults\""
+	  '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 45 faults+client\""
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
 	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;

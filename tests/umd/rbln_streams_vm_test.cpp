@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <spawn.h>
 #include <string>
@@ -325,6 +326,17 @@ TEST(VmStreams, AnSqpollRingDoesTheSameWork) {
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
 }
 
+TEST(VmStreams, TheSqpollRingsOfTwoDevicesShareOnePollingThread) {
+    REQUIRE_CARD();
+    if (Runtime::process().device_count() < 2)
+        GTEST_SKIP() << "needs two logical devices (rbln-vm --cards 2)";
+    setenv("RBLN_URING_SQPOLL", "20", 1);
+    const pid_t child = spawn_child("VmChild.DISABLED_TwoDevicesOverSqpoll");
+    unsetenv("RBLN_URING_SQPOLL");
+    const int st = wait_exit(child);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+}
+
 // ---- child processes (run by the tests above) ---------------------------------------
 
 void round_trip(Submitter::Path expected) {
@@ -371,6 +383,33 @@ TEST(VmChild, DISABLED_ManyJobsOverSqpoll) {
         ASSERT_EQ(bytes[(i * 64) + 63], (i % 251) + 1) << "job " << i;
     EXPECT_GE(dev->submitter().stats().completions, kJobs);
     round_trip(Submitter::Path::IoUring);
+}
+
+// This process's io_uring SQPOLL threads (named iou-sqp-<pid>).
+int sqpoll_threads() {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+        std::ifstream comm(t.path() / "comm");
+        std::string name;
+        if (std::getline(comm, name) && name.rfind("iou-sqp", 0) == 0)
+            n++;
+    }
+    return n;
+}
+
+TEST(VmChild, DISABLED_TwoDevicesOverSqpoll) {
+    auto a = Device::get(0);
+    auto b = Device::get(1);
+    ASSERT_TRUE(a->submitter().sqpoll() && b->submitter().sqpoll());
+    EXPECT_EQ(sqpoll_threads(), 1) << "each device polls with a thread of its own";
+    for (const auto& dev : {a, b}) {
+        auto m = dev->allocate(4096);
+        Stream s(dev);
+        s.fill(m, 0, 4096, 0x5a, 1);
+        const auto bytes = read_back(s, m, 4096);
+        EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0x5a), 4096);
+    }
 }
 
 TEST(VmChild, DISABLED_BusyUntilKilled) {

@@ -12,9 +12,11 @@
 #include <ctime>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <liburing.h>
 
@@ -35,17 +37,49 @@ static_assert(offsetof(io_uring_sqe, addr3) == kSqeCmdOffset);
 // user_data of the start-up probe (records are pointers, never 1).
 constexpr std::uint64_t kProbeTag = 1;
 
+// The SQPOLL rings of this process share one polling thread: a new ring
+// attaches to a live one (IORING_SETUP_ATTACH_WQ), so N devices cost one
+// polling CPU, not N.  A ring leaves the list before it is closed, under
+// the mutex, so an fd read from the list stays that ring while the mutex is
+// held.
+struct SqpollRings {
+    std::mutex mutex;
+    std::vector<int> fds;
+};
+
+SqpollRings& sqpoll_rings() {
+    // Never destroyed: devices may close their rings during static
+    // destruction, after a static list would be gone.
+    static SqpollRings* const rings = std::make_unique<SqpollRings>().release();
+    return *rings;
+}
+
 class IoUring final : public CommandRing {
 public:
     IoUring(int fd, io_uring ring, unsigned setup_flags)
         : fd_(fd), ring_(ring), deferred_((setup_flags & IORING_SETUP_DEFER_TASKRUN) != 0),
           taskrun_flag_((setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0),
-          sqpoll_((setup_flags & IORING_SETUP_SQPOLL) != 0) {}
+          sqpoll_((setup_flags & IORING_SETUP_SQPOLL) != 0) {
+        if (sqpoll_) {
+            SqpollRings& r = sqpoll_rings();
+            const std::lock_guard<std::mutex> lock(r.mutex);
+            r.fds.push_back(ring_.ring_fd);
+        }
+    }
     IoUring(const IoUring&) = delete;
     IoUring& operator=(const IoUring&) = delete;
     IoUring(IoUring&&) = delete;
     IoUring& operator=(IoUring&&) = delete;
-    ~IoUring() override { io_uring_queue_exit(&ring_); }
+    ~IoUring() override {
+        if (sqpoll_) {
+            SqpollRings& r = sqpoll_rings();
+            const std::lock_guard<std::mutex> lock(r.mutex);
+            std::erase(r.fds, ring_.ring_fd);
+            io_uring_queue_exit(&ring_);
+            return;
+        }
+        io_uring_queue_exit(&ring_);
+    }
 
     unsigned space() const override { return io_uring_sq_space_left(&ring_); }
 
@@ -166,7 +200,18 @@ Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsi
         io_uring_params p{};
         p.flags = flags;
         p.sq_thread_idle = sq_idle_ms;
-        r = io_uring_queue_init_params(entries, &ring, &p);
+        SqpollRings& rings = sqpoll_rings();
+        const std::lock_guard<std::mutex> lock(rings.mutex);
+        if (!rings.fds.empty()) {
+            // Share the polling thread of a live ring.  Refused (EPERM) for
+            // a ring of another process (inherited over fork): own thread.
+            io_uring_params attach = p;
+            attach.flags |= IORING_SETUP_ATTACH_WQ;
+            attach.wq_fd = static_cast<std::uint32_t>(rings.fds.front());
+            r = io_uring_queue_init_params(entries, &ring, &attach);
+        }
+        if (rings.fds.empty() || r < 0)
+            r = io_uring_queue_init_params(entries, &ring, &p);
     } else {
         r = io_uring_queue_init(entries, &ring, flags);
     }

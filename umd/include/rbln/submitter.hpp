@@ -63,7 +63,9 @@
 // submitting thread that must not spend time in the kernel, not a cheaper
 // submission (tests/bench/README.md).  It needs CPUs that run alongside the
 // submitter; it excludes single-issuer mode (DEFER_TASKRUN rings cannot
-// poll).  If the kernel refuses an SQPOLL ring, the Submitter says so once
+// poll).  The SQPOLL rings of a process share one polling thread
+// (IORING_SETUP_ATTACH_WQ to a live one), so several devices poll with one
+// CPU.  If the kernel refuses an SQPOLL ring, the Submitter says so once
 // through the warning sink and uses the default ring.
 //
 // Lifetime.  A job's record keeps what it needs until it is done: the

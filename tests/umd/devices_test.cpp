@@ -689,5 +689,36 @@ TEST_F(RuntimeTest, ChildForkedAfterUseGetsTheSpawnErrorFromTheDevicesHotPaths) 
     EXPECT_TRUE(stream.query());
 }
 
+// Device::get() reads RBLN_SINGLE_ISSUER and RBLN_URING_SQPOLL where the
+// runtime reads its variables.
+TEST_F(RuntimeTest, DeviceGetRefusesAnSqpollRingWithSingleIssuerModeNamingBoth) {
+    add_cards("atom", 1);
+    env.vars["RBLN_URING_SQPOLL"] = "20";
+    env.vars["RBLN_SINGLE_ISSUER"] = "1";
+    const ProcessDevicesOverFakes process(options());
+    const Error e = catch_error([] { Device::get(0); });
+    EXPECT_EQ(e.code(), Errc::BadConfig);
+    EXPECT_THAT(e.what(), HasSubstr("RBLN_URING_SQPOLL=20"));
+    EXPECT_THAT(e.what(), HasSubstr("RBLN_SINGLE_ISSUER=1"));
+}
+
+TEST_F(RuntimeTest, DeviceGetRefusesAMalformedSqpollTime) {
+    add_cards("atom", 1);
+    env.vars["RBLN_URING_SQPOLL"] = "fast";
+    const ProcessDevicesOverFakes process(options());
+    const Error e = catch_error([] { Device::get(0); });
+    EXPECT_EQ(e.code(), Errc::BadConfig);
+    EXPECT_THAT(e.what(), HasSubstr("'fast'"));
+}
+
+TEST_F(RuntimeTest, DeviceGetWithSqpollZeroOpensAsByDefault) {
+    add_cards("atom", 1);
+    env.vars["RBLN_URING_SQPOLL"] = "0";
+    const ProcessDevicesOverFakes process(options());
+    const std::shared_ptr<Device> dev = Device::get(0);
+    EXPECT_FALSE(dev->submitter().sqpoll());
+    EXPECT_FALSE(dev->submitter().single_issuer());
+}
+
 } // namespace
 } // namespace rbln::test::devices_test

@@ -175,9 +175,10 @@ std::shared_ptr<Device> Device::get(unsigned index) {
     auto opened = pd.opener ? pd.opener(ld.nodes.front()) : open_kernel_device(ld.nodes.front());
     std::shared_ptr<KernelInterface> kernel = std::move(opened).value();
     DeviceOptions options = pd.options;
-    if (const std::optional<bool> single = single_issuer_from_environment())
+    const EnvSource env = rt.environment();
+    if (const std::optional<bool> single = single_issuer_from_environment(env))
         options.submitter.single_issuer = *single;
-    if (const std::optional<unsigned> idle = sqpoll_from_environment())
+    if (const std::optional<unsigned> idle = sqpoll_from_environment(env))
         options.submitter.sqpoll_idle_ms = *idle;
     if (options.submitter.single_issuer && options.submitter.sqpoll_idle_ms > 0)
         throw Error(Errc::BadConfig, "RBLN_URING_SQPOLL", device_string(index), 0,

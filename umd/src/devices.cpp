@@ -399,6 +399,10 @@ Runtime& Runtime::process() {
     return *g_process;
 }
 
+EnvSource Runtime::environment() const {
+    return s_->options.env ? s_->options.env : process_environment();
+}
+
 void Runtime::reset_process(RuntimeOptions options) {
     const std::lock_guard<std::mutex> lock(g_process_mutex);
     g_process = std::make_unique<Runtime>(std::move(options));

@@ -146,6 +146,10 @@ public:
     /// that committed.  Every real use calls it (commit() does).
     void check_fork() const;
 
+    /// Where this runtime reads RBLN_* variables (RuntimeOptions::env, else
+    /// the process environment).
+    EnvSource environment() const;
+
 private:
     friend class DeviceGuard;
     void restore_device(unsigned index) noexcept;

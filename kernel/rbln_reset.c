@@ -13,10 +13,9 @@
  * it is set up) is reset again, up to RBLN_RECOVERY_ATTEMPTS times in a
  * row, 100 ms after the first failed attempt and 200 ms after the second;
  * a recovery whose attempts all fail leaves the card in "fault" until the
- * driver is rebound.  Each recovery
- * is counted (sysfs card_resets) and announced by the state uevents
- * (fault -> resetting -> ready).  A heartbeat watchdog faults a card whose
- * firmware stopped running.
+ * driver is rebound.  Each recovery is counted (sysfs card_resets) and
+ * announced by the state uevents (fault -> resetting -> ready).  A
+ * heartbeat watchdog faults a card whose firmware stopped running.
  */
 #include <linux/delay.h>
 #include <linux/devcoredump.h>

@@ -71,12 +71,11 @@ public:
     IoUring(IoUring&&) = delete;
     IoUring& operator=(IoUring&&) = delete;
     ~IoUring() override {
+        std::unique_lock<std::mutex> lock; // SQPOLL: out of the list, then closed
         if (sqpoll_) {
             SqpollRings& r = sqpoll_rings();
-            const std::lock_guard<std::mutex> lock(r.mutex);
+            lock = std::unique_lock<std::mutex>(r.mutex);
             std::erase(r.fds, ring_.ring_fd);
-            io_uring_queue_exit(&ring_);
-            return;
         }
         io_uring_queue_exit(&ring_);
     }

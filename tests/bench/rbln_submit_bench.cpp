@@ -35,8 +35,9 @@
  *     scale, this process's memcpy (host to host, host to the HBM map).
  *
  * Targets it reports against: io_uring at batch 32 >= 4x the ioctl job
- * rate; CPU per job at batch 32 <= 5 null syscalls (each ring mode); copies from 4 MiB up
- * >= 0.8 of the emulator's memcpy.  Nothing is asserted.
+ * rate; CPU per job at batch 32 <= 5 null syscalls (each ring mode);
+ * copies from 4 MiB up >= 0.8 of the emulator's memcpy.  Nothing is
+ * asserted.
  *
  *   rbln_submit_bench [--card N] [--min-ms MS] [--min-iters N] [--only jobs|copies|deferred<batch>]
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * rbln firmware interface: command rings, jobs, completions and command
- * packets (firmware-iface 1.2).
+ * packets (firmware-iface 1.2; VM_ABORT and CANCELLED since 1.3).
  *
  * Every chiplet has one command ring in host memory.  The host puts job
  * descriptors on it; a job names an address space (ASID) and a command
@@ -24,6 +24,7 @@
 /* Admin requests for rings (rbln_fw_admin.h opcode space). */
 #define RBLN_FW_OP_RING_SETUP	9	/* args: ring, entries, jobs lo/hi, cpl lo/hi, ctrl lo/hi */
 #define RBLN_FW_OP_RING_STOP	10	/* args: ring; abandons queued jobs */
+#define RBLN_FW_OP_VM_ABORT	11	/* args: asid; its jobs end CANCELLED (1.3) */
 
 /*
  * Ring control, 64 bytes in host memory (RING_SETUP args[6..7]).  Each
@@ -68,6 +69,7 @@ struct rbln_fw_job {
 #define RBLN_FW_JOB_DMA_ERROR	5	/* the DMA engine failed */
 #define RBLN_FW_JOB_WAIT_TIMEOUT 6	/* a WAIT packet's timeout expired */
 #define RBLN_FW_JOB_ABORTED	7	/* ring stopped or chiplet reset */
+#define RBLN_FW_JOB_CANCELLED	8	/* its ASID was aborted (VM_ABORT, 1.3) */
 
 /* A completion: 64 bytes in the completion ring, phase bit in flags. */
 struct rbln_fw_job_cpl {

@@ -53,7 +53,7 @@ TEST_F(AdminRing, IdentifyWritesThePayloadAndItsLength) {
     EXPECT_EQ(idf.family, RBLN_FW_FAMILY_REBEL100);
     EXPECT_EQ(idf.chiplet_count, 4U);
     EXPECT_EQ(idf.iface_major, 1);
-    EXPECT_EQ(idf.iface_minor, 2); // 1.2: command rings
+    EXPECT_EQ(idf.iface_minor, 3); // 1.2: command rings; 1.3: VM_ABORT
     EXPECT_STREQ(idf.serial, "RBLNTEST-0001");
     EXPECT_STREQ(idf.fw_version, "rbln-emu 0.1.0");
     EXPECT_EQ(std::memcmp(idf.uuid, h.ctrl().uuid, 16), 0);
@@ -270,7 +270,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, AdminRingMalformed,
     ::testing::Values(
         Malformed{"UnknownOpcode", make(0), RBLN_FW_ST_BAD_OPCODE},
-        Malformed{"UnknownOpcode11", make(11, kD, 4096), RBLN_FW_ST_BAD_OPCODE},
+        Malformed{"UnknownOpcode12", make(12, kD, 4096), RBLN_FW_ST_BAD_OPCODE},
         Malformed{"UnknownOpcodeFFFF", make(0xffff), RBLN_FW_ST_BAD_OPCODE},
         Malformed{"IdentifyFlags",
                   make_with(make(RBLN_FW_OP_IDENTIFY, kD, kIdLen), [](auto& r) { r.flags = 1; }),

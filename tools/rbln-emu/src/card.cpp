@@ -149,6 +149,7 @@ CardStats Card::stats() const {
     const RingCounters& r = ring_counters_;
     s.jobs = r.jobs.load();
     s.jobs_failed = r.jobs_failed.load();
+    s.jobs_cancelled = r.jobs_cancelled.load();
     s.jobs_aborted = r.jobs_aborted.load();
     s.packets = r.packets.load();
     s.dma_bytes = r.dma_bytes.load();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// The card's firmware model (firmware-iface v1.2): control block, boot
+// The card's firmware model (firmware-iface v1.3): control block, boot
 // handshake, admin ring, event ring, telemetry and heartbeat, the MMU
 // (mmu.h) with its admin requests, and the command rings (cmd_ring.h).
 //
@@ -93,6 +93,7 @@ struct CardStats {
     std::uint32_t rings_up = 0;        // rings set up now
     std::uint64_t jobs = 0;            // completion records written
     std::uint64_t jobs_failed = 0;     // ... with an error (not ABORTED)
+    std::uint64_t jobs_cancelled = 0;  // ... of which CANCELLED (VM_ABORT)
     std::uint64_t jobs_aborted = 0;    // ... ABORTED
     std::uint64_t packets = 0;         // packets run
     std::uint64_t dma_bytes = 0;       // bytes moved by COPY, COPY_STRIDED, FILL
@@ -238,6 +239,7 @@ private:
     static Outcome failed(std::uint16_t status, const char* why);
     Outcome vm_bind(const rbln_fw_admin_req& req);
     Outcome vm_unbind(const rbln_fw_admin_req& req);
+    Outcome vm_abort(const rbln_fw_admin_req& req);
     Outcome tlb_invalidate(const rbln_fw_admin_req& req);
     Outcome debug_access(const rbln_fw_admin_req& req);
     Outcome ring_setup(const rbln_fw_admin_req& req);

@@ -103,6 +103,8 @@ const char* opcode_name(std::uint16_t op) {
         return "RING_SETUP";
     case RBLN_FW_OP_RING_STOP:
         return "RING_STOP";
+    case RBLN_FW_OP_VM_ABORT:
+        return "VM_ABORT";
     default:
         return "unknown";
     }
@@ -261,6 +263,8 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
         return ring_setup(req);
     case RBLN_FW_OP_RING_STOP:
         return ring_stop(req);
+    case RBLN_FW_OP_VM_ABORT:
+        return vm_abort(req);
     default:
         return reject({RBLN_FW_ST_BAD_OPCODE, "unknown opcode"});
     }
@@ -288,6 +292,23 @@ Card::Outcome Card::vm_bind(const rbln_fw_admin_req& req) {
     if (!mmu_.bind(asid, root))
         return failed(RBLN_FW_ST_INTERNAL, "bind refused a checked root");
     log_.debug("MMU: asid %u %s root 0x%" PRIx64, asid, rebind ? "rebound," : "bound,", root);
+    return {};
+}
+
+// The mark first, then the running jobs: a job taken meanwhile sees the mark.
+Card::Outcome Card::vm_abort(const rbln_fw_admin_req& req) {
+    if (auto rej = check_common(req, 1, 0, ram_))
+        return failed(rej->status, rej->why);
+    const std::uint32_t asid = req.args[0];
+    if (!asid_in_range(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID out of range");
+    if (!mmu_.abort(asid))
+        return failed(RBLN_FW_ST_BAD_ARG, "ASID not bound");
+    for (const std::unique_ptr<CommandProcessor>& p : procs_) {
+        if (p)
+            p->abort_asid(asid);
+    }
+    log_.info("MMU: asid %u aborted: its jobs end CANCELLED", asid);
     return {};
 }
 

@@ -72,6 +72,8 @@ const char* status_name(std::uint16_t status) {
         return "WAIT_TIMEOUT";
     case RBLN_FW_JOB_ABORTED:
         return "ABORTED";
+    case RBLN_FW_JOB_CANCELLED:
+        return "CANCELLED";
     default:
         return "?";
     }
@@ -179,10 +181,27 @@ void CommandProcessor::stop(StopMode mode) {
         const std::lock_guard<std::mutex> lk(mu_);
         mode_ = mode;
         stop_.store(true, std::memory_order_release);
+        cancel_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
     deps_.hub.notify(); // a WAIT looks at the stop too
     thread_.join();
+}
+
+void CommandProcessor::abort_asid(std::uint32_t asid) {
+    {
+        const std::lock_guard<std::mutex> lk(mu_);
+        if (asid == 0 || running_asid_ != asid)
+            return;
+        cancel_.store(true, std::memory_order_release);
+    }
+    deps_.hub.notify(); // a WAIT looks at it too
+}
+
+PacketResult CommandProcessor::interrupted() const {
+    if (stopping())
+        return PacketResult::stopped();
+    return failed(RBLN_FW_JOB_CANCELLED, "its address space was aborted (VM_ABORT)");
 }
 
 bool CommandProcessor::wait_runnable() {
@@ -321,6 +340,17 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
         return bad_job("command buffer not 8-byte aligned");
     if (d.asid >= RBLN_FW_MAX_ASID)
         return bad_job("asid out of range");
+    {
+        // Before the mark is read: an abort_asid() after this sees the
+        // ASID; one before it has marked the Mmu already.
+        const std::lock_guard<std::mutex> lk(mu_);
+        running_asid_ = d.asid;
+        cancel_.store(stopping(), std::memory_order_release);
+    }
+    if (d.asid != 0 && deps_.mmu.aborted(d.asid)) {
+        out.result = interrupted();
+        return out;
+    }
 
     Memory mem(port, d.asid);
     {
@@ -338,9 +368,12 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
     }
     if (out.result.status == RBLN_FW_JOB_OK) {
         for (std::uint32_t off = 0; off < d.cmd_size;) {
-            if (stopping()) {
-                out.result = PacketResult::stopped();
-                return out;
+            if (cancel_.load(std::memory_order_acquire)) {
+                out.result = interrupted();
+                out.packet_offset = off;
+                if (out.result.cancelled)
+                    return out;
+                break;
             }
             std::uint32_t hdr = 0;
             std::memcpy(&hdr, cmd_.data() + off, sizeof(hdr));
@@ -420,8 +453,8 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
             return PacketResult::mmu(*f);
         if (auto f = mem.translate(p.dst, p.size, Access::write, spans2_))
             return PacketResult::mmu(*f);
-        if (!dma::copy(spans2_, spans_, &stop_))
-            return PacketResult::stopped();
+        if (!dma::copy(spans2_, spans_, &cancel_))
+            return interrupted();
         deps_.counters.dma_bytes += p.size;
         return PacketResult::ok();
     }
@@ -451,8 +484,8 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         for (int pass = 0; pass < 2; pass++) {
             for (std::uint32_t z = 0; z < p.depth; z++) {
                 for (std::uint32_t y = 0; y < p.height; y++) {
-                    if (stopping())
-                        return PacketResult::stopped();
+                    if (cancel_.load(std::memory_order_acquire))
+                        return interrupted();
                     (void)mem.yield();
                     const std::uint64_t s = p.src + z * p.src_slice + y * p.src_pitch;
                     const std::uint64_t t = p.dst + z * p.dst_slice + y * p.dst_pitch;
@@ -460,8 +493,8 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
                         return PacketResult::mmu(*f);
                     if (auto f = mem.translate(t, p.width, Access::write, spans2_))
                         return PacketResult::mmu(*f);
-                    if (pass == 1 && !dma::copy(spans2_, spans_, &stop_))
-                        return PacketResult::stopped();
+                    if (pass == 1 && !dma::copy(spans2_, spans_, &cancel_))
+                        return interrupted();
                 }
             }
         }
@@ -482,8 +515,8 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         const Memory::Scope hold(mem);
         if (auto f = mem.translate(p.dst, p.size, Access::write, spans_))
             return PacketResult::mmu(*f);
-        if (!dma::fill(spans_, p.pattern, p.pattern_bytes, &stop_))
-            return PacketResult::stopped();
+        if (!dma::fill(spans_, p.pattern, p.pattern_bytes, &cancel_))
+            return interrupted();
         deps_.counters.dma_bytes += p.size;
         return PacketResult::ok();
     }
@@ -541,7 +574,12 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         if (const char* why = check_launch(p))
             return PacketResult::bad(why);
         const Memory::Scope hold(mem);
-        return run_launch(p, mem, stop_);
+        {
+        PacketResult r = run_launch(p, mem, cancel_);
+        if (r.cancelled)
+            r = interrupted();
+        return r;
+    }
     }
     case RBLN_FW_PKT_TLB_INVALIDATE: {
         rbln_fw_pkt_tlb_invalidate p{};
@@ -596,11 +634,12 @@ PacketResult CommandProcessor::wait_packet(const rbln_fw_pkt_wait& w, Memory& me
             return PacketResult::ok();
         if (w.timeout_ns != 0 && deps_.host.card_time_ns() - t0 >= w.timeout_ns)
             return failed(RBLN_FW_JOB_WAIT_TIMEOUT, "WAIT timed out");
-        if (stopping())
-            return PacketResult::stopped();
+        if (cancel_.load(std::memory_order_acquire))
+            return interrupted();
         // Sleep until a SIGNAL (or a doorbell) or the backoff: the host may
         // store the value without telling.
-        deps_.hub.wait(gen, backoff, [this] { return stopping(); });
+        deps_.hub.wait(gen, backoff,
+                       [this] { return cancel_.load(std::memory_order_acquire); });
         backoff = deps_.hub.generation() != gen ? kFirstBackoff : next_backoff(backoff);
     }
 }
@@ -678,6 +717,8 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
     deps_.counters.jobs++;
     if (out.result.status != RBLN_FW_JOB_OK) {
         deps_.counters.jobs_failed++;
+        if (out.result.status == RBLN_FW_JOB_CANCELLED)
+            deps_.counters.jobs_cancelled++;
         if (!corrupt)
             deps_.log.debug("ring %u: job %llu (asid %u) failed at packet offset %u: %s%s%s",
                             cfg_.index, static_cast<unsigned long long>(job.desc.seqno),

@@ -51,6 +51,7 @@ struct RingCounters {
     std::atomic<std::uint64_t> jobs{0};           // completion records written
     std::atomic<std::uint64_t> jobs_failed{0};    // ... with an error but ABORTED
     std::atomic<std::uint64_t> jobs_aborted{0};   // ... with ABORTED
+    std::atomic<std::uint64_t> jobs_cancelled{0}; // ... with CANCELLED (VM_ABORT)
     std::atomic<std::uint64_t> packets{0};        // packets run (good and bad)
     std::atomic<std::uint64_t> dma_bytes{0};      // bytes COPY/COPY_STRIDED/FILL moved
     std::atomic<std::uint64_t> cpl_stalls{0};     // times a completion ring was full
@@ -137,6 +138,10 @@ public:
     void kick();
     // Stops the thread (interrupting a WAIT or a long packet) and joins it.
     void stop(StopMode mode);
+    // VM_ABORT (the Mmu already marks `asid`): if the running job is of
+    // `asid`, interrupts it where a stop would; it then ends CANCELLED.
+    // Queued jobs of `asid` see the mark when they are taken.
+    void abort_asid(std::uint32_t asid);
     [[nodiscard]] const RingConfig& config() const { return cfg_; }
 
 private:
@@ -162,6 +167,8 @@ private:
     // Raises the ring's job interrupt (unless an injected fault loses it).
     void raise_job_irq();
     [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_acquire); }
+    // What an interrupted packet ends with: ABORTED (stopped) or CANCELLED.
+    [[nodiscard]] PacketResult interrupted() const;
     Outcome execute(const Job& job, Mmu::Port& port);
     PacketResult packet(std::uint8_t op, std::uint8_t flags, std::uint32_t offset,
                         std::uint32_t bytes, Memory& mem);
@@ -196,6 +203,10 @@ private:
     bool kicked_ = false;
     StopMode mode_ = StopMode::silent;
     std::atomic<bool> stop_{false};
+    // Long packets and WAITs look at it: set by stop() and by abort_asid()
+    // for the running job's ASID; cleared (unless stopping) as a job starts.
+    std::atomic<bool> cancel_{false};
+    std::uint32_t running_asid_ = 0; // under mu_
     std::thread thread_; // last: starts once everything above exists
 };
 

@@ -140,6 +140,7 @@ std::string status_reply(const Card& card) {
     r += " injected_lost_irqs=" + std::to_string(s.injected_lost_irqs);
     r += " boot_faults_armed=" + std::to_string(s.boot_faults_armed);
     r += " reset_faults_armed=" + std::to_string(s.reset_faults_armed);
+    r += " jobs_cancelled=" + std::to_string(s.jobs_cancelled);
     return r;
 }
 

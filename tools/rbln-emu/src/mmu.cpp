@@ -60,6 +60,7 @@ void SharedGate::unlock() {
 
 Mmu::Mmu(GuestMemory& ram, std::span<std::byte> bar, const BarLayout& layout)
     : ram_(ram), bar_(bar), layout_(layout), bindings_(RBLN_FW_MAX_ASID),
+      aborted_(std::make_unique<std::atomic<bool>[]>(RBLN_FW_MAX_ASID)),
       own_(std::make_unique<Port>(*this)) {}
 
 Mmu::~Mmu() {
@@ -127,6 +128,7 @@ bool Mmu::bind(std::uint32_t asid, std::uint64_t root) {
         bound_count_++;
     b.root = host;
     b.root_gpa = root;
+    aborted_[asid].store(false, std::memory_order_release);
     drop_asid_everywhere(asid);
     return true;
 }
@@ -137,7 +139,16 @@ bool Mmu::unbind(std::uint32_t asid) {
         return false;
     bindings_[asid] = Binding{};
     bound_count_--;
+    aborted_[asid].store(false, std::memory_order_release);
     drop_asid_everywhere(asid);
+    return true;
+}
+
+bool Mmu::abort(std::uint32_t asid) {
+    const std::shared_lock<SharedGate> g(gate_);
+    if (asid >= bindings_.size() || bindings_[asid].root == nullptr)
+        return false;
+    aborted_[asid].store(true, std::memory_order_release);
     return true;
 }
 
@@ -157,6 +168,8 @@ void Mmu::reset() {
     const std::lock_guard<SharedGate> g(gate_);
     std::fill(bindings_.begin(), bindings_.end(), Binding{});
     bound_count_ = 0;
+    for (std::size_t i = 0; i < RBLN_FW_MAX_ASID; i++)
+        aborted_[i].store(false, std::memory_order_release);
     for (Port* p : ports_)
         p->tlb_.clear();
 }

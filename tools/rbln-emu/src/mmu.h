@@ -134,6 +134,13 @@ public:
     [[nodiscard]] std::optional<std::uint64_t> root(std::uint32_t asid) const;
     [[nodiscard]] std::uint32_t bound_count() const { return bound_count_.load(); }
 
+    // VM_ABORT: marks a bound ASID (false if it is not) so that its jobs
+    // end CANCELLED; bind(), unbind() and reset() clear the mark.
+    bool abort(std::uint32_t asid);
+    [[nodiscard]] bool aborted(std::uint32_t asid) const {
+        return asid < RBLN_FW_MAX_ASID && aborted_[asid].load(std::memory_order_acquire);
+    }
+
     // Drops the cached translations of asid that overlap [va, va + size)
     // from every TLB; size 0: all of them.  An unbound ASID is fine
     // (nothing cached).  Returns once no engine uses a dropped entry.
@@ -227,6 +234,8 @@ private:
     mutable SharedGate gate_;
     std::vector<Binding> bindings_;
     std::atomic<std::uint32_t> bound_count_{0};
+    // VM_ABORT marks, read without the gate (by the command processors).
+    std::unique_ptr<std::atomic<bool>[]> aborted_;
     std::vector<Port*> ports_; // every live port; changed with the gate held exclusively
     std::atomic<std::uint64_t> invalidations_{0};
     // Counters of ports that are gone.

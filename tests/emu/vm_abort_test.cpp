@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+// VM_ABORT (firmware-iface 1.3): the jobs of an aborted ASID end CANCELLED
+// (the running one interrupted, queued ones without running) while the
+// jobs of other ASIDs on the same rings run; its argument checks; and the
+// mark's end at VM_BIND / VM_UNBIND.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "control.h"
+#include "ring_fixture.h"
+
+using namespace rbln::emu;
+using namespace rbln::emu::test;
+using namespace std::chrono_literals;
+
+namespace vm_abort_test {
+
+namespace {
+
+constexpr std::uint32_t kOther = 2; // a second ASID over the same tables
+
+class VmAbort : public ::testing::Test {
+protected:
+    void SetUp() override { ASSERT_EQ(t.bind(kOther, t.pt.root()), RBLN_FW_ST_OK); }
+
+    std::uint16_t abort_asid(std::uint32_t asid, std::uint32_t extra = 0) {
+        rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_VM_ABORT);
+        req.args[0] = asid;
+        req.args[1] = extra;
+        return h.admin(req);
+    }
+
+    std::map<std::string, std::string> status() {
+        const std::string reply = ctl.execute("status");
+        EXPECT_EQ(reply.rfind("ok ", 0), 0U) << reply;
+        std::map<std::string, std::string> kv;
+        std::istringstream in(reply.substr(3));
+        std::string word;
+        while (in >> word) {
+            const auto eq = word.find('=');
+            kv[word.substr(0, eq)] = word.substr(eq + 1);
+        }
+        return kv;
+    }
+
+    // WAIT for host word `gate` >= 1, then store `value` at `off`.
+    static CmdBuf held_job(std::uint64_t gate, std::uint64_t off, std::uint64_t value) {
+        CmdBuf cb;
+        cb.wait(TestCard::kVaHost + gate, 1).signal(TestCard::kVaHost + off, value);
+        return cb;
+    }
+    static CmdBuf signal_job(std::uint64_t off, std::uint64_t value) {
+        CmdBuf cb;
+        cb.signal(TestCard::kVaHost + off, value);
+        return cb;
+    }
+
+    TestCard t;
+    FakeHost& h = t.h;
+    ControlInterface ctl{h.card};
+};
+
+} // namespace
+
+TEST_F(VmAbort, CancelsTheRunningAndQueuedJobsOfItsAsidAndNoOtherJob) {
+    // Ring 0: a job of kOther held by a WAIT nobody satisfies, then one of
+    // ASID 1, then one more of kOther.  Ring 1: another held kOther job.
+    const std::uint64_t a = t.submit(0, held_job(0, 8, 1), kOther, 0);
+    const std::uint64_t b = t.submit(0, signal_job(16, 7), TestCard::kAsid, 1);
+    const std::uint64_t c = t.submit(0, signal_job(24, 9), kOther, 2);
+    const std::uint64_t d = t.submit(1, held_job(0, 32, 1), kOther, 0);
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(0).job_head) == 1; }));
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(1).job_head) == 1; }));
+    std::this_thread::sleep_for(10ms);
+    EXPECT_FALSE(h.pop_job_cpl(0).has_value()); // held
+
+    EXPECT_EQ(abort_asid(kOther), RBLN_FW_ST_OK);
+    const std::uint16_t want[] = {RBLN_FW_JOB_CANCELLED, RBLN_FW_JOB_OK, RBLN_FW_JOB_CANCELLED};
+    const std::uint64_t seqnos[] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        const auto cpl = h.wait_job_cpl(0);
+        ASSERT_TRUE(cpl.has_value()) << "job " << i;
+        EXPECT_EQ(cpl->seqno, seqnos[i]);
+        EXPECT_EQ(cpl->status, want[i]) << "job " << i;
+    }
+    const auto cpl = h.wait_job_cpl(1);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, d);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    EXPECT_EQ(t.host_u64(8), 0U);  // the held job stopped in its WAIT
+    EXPECT_EQ(t.host_u64(16), 7U); // ASID 1's job ran
+    EXPECT_EQ(t.host_u64(24), 0U); // the queued kOther job ran no packet
+    EXPECT_EQ(t.host_u64(32), 0U);
+    EXPECT_EQ(status()["jobs_cancelled"], "3");
+    EXPECT_EQ(status()["rings_up"], "4"); // no ring stopped
+    // The rings go on, for ASID 1 and (still marked) not for kOther.
+    EXPECT_EQ(t.status(0, signal_job(40, 5)), RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(40), 5U);
+    EXPECT_EQ(t.status(0, signal_job(48, 5), kOther), RBLN_FW_JOB_CANCELLED);
+    EXPECT_EQ(t.host_u64(48), 0U);
+}
+
+TEST_F(VmAbort, BindingTheAsidAgainOrUnbindingItEndsTheMark) {
+    EXPECT_EQ(abort_asid(kOther), RBLN_FW_ST_OK);
+    EXPECT_EQ(t.status(2, signal_job(0, 1), kOther), RBLN_FW_JOB_CANCELLED);
+    EXPECT_EQ(t.bind(kOther, t.pt.root()), RBLN_FW_ST_OK);
+    EXPECT_EQ(t.status(2, signal_job(0, 2), kOther), RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(0), 2U);
+
+    EXPECT_EQ(abort_asid(kOther), RBLN_FW_ST_OK);
+    rbln_fw_admin_req unbind = FakeHost::request(RBLN_FW_OP_VM_UNBIND);
+    unbind.args[0] = kOther;
+    EXPECT_EQ(h.admin(unbind), RBLN_FW_ST_OK);
+    EXPECT_EQ(t.bind(kOther, t.pt.root()), RBLN_FW_ST_OK);
+    EXPECT_EQ(t.status(2, signal_job(0, 3), kOther), RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(0), 3U);
+}
+
+TEST_F(VmAbort, RejectsAsidZeroOutOfRangeUnboundAndExtraArguments) {
+    EXPECT_EQ(abort_asid(0), RBLN_FW_ST_BAD_ARG); // kernel jobs cannot be aborted
+    EXPECT_EQ(abort_asid(RBLN_FW_MAX_ASID), RBLN_FW_ST_BAD_ARG);
+    EXPECT_EQ(abort_asid(3), RBLN_FW_ST_BAD_ARG); // not bound
+    EXPECT_EQ(abort_asid(kOther, 1), RBLN_FW_ST_BAD_FIELD);
+    // None of them marked anything.
+    EXPECT_EQ(t.status(0, signal_job(0, 4), kOther), RBLN_FW_JOB_OK);
+    EXPECT_EQ(status()["jobs_cancelled"], "0");
+}
+
+} // namespace vm_abort_test

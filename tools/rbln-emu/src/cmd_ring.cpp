@@ -574,12 +574,10 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         if (const char* why = check_launch(p))
             return PacketResult::bad(why);
         const Memory::Scope hold(mem);
-        {
         PacketResult r = run_launch(p, mem, cancel_);
         if (r.cancelled)
             r = interrupted();
         return r;
-    }
     }
     case RBLN_FW_PKT_TLB_INVALIDATE: {
         rbln_fw_pkt_tlb_invalidate p{};
@@ -638,8 +636,7 @@ PacketResult CommandProcessor::wait_packet(const rbln_fw_pkt_wait& w, Memory& me
             return interrupted();
         // Sleep until a SIGNAL (or a doorbell) or the backoff: the host may
         // store the value without telling.
-        deps_.hub.wait(gen, backoff,
-                       [this] { return cancel_.load(std::memory_order_acquire); });
+        deps_.hub.wait(gen, backoff, [this] { return cancel_.load(std::memory_order_acquire); });
         backoff = deps_.hub.generation() != gen ? kFirstBackoff : next_backoff(backoff);
     }
 }

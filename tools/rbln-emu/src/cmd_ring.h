@@ -207,7 +207,7 @@ private:
     // for the running job's ASID; cleared (unless stopping) as a job starts.
     std::atomic<bool> cancel_{false};
     std::uint32_t running_asid_ = 0; // under mu_
-    std::thread thread_; // last: starts once everything above exists
+    std::thread thread_;             // last: starts once everything above exists
 };
 
 } // namespace rbln::emu

@@ -43,6 +43,11 @@ module_param_named(job_timeout_ms, rbln_job_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "How long a job may run before its chiplet's ring is reset, in ms, read at probe (default 10000)");
 
+unsigned int rbln_release_grace_ms = 1000;
+module_param_named(release_grace_ms, rbln_release_grace_ms, uint, 0644);
+MODULE_PARM_DESC(release_grace_ms,
+		 "How long the jobs of a closed file may still run before the card cancels them, in ms (default 1000)");
+
 static char *rbln_ids;
 module_param_named(ids, rbln_ids, charp, 0444);
 MODULE_PARM_DESC(ids,
@@ -201,13 +206,26 @@ static long rbln_compat_ioctl(struct file *filp, unsigned int cmd,
 #endif
 
 /*
+ * The last reference to the file is gone: its jobs get release_grace_ms,
+ * then the card cancels them, before drm_release() frees the buffers
+ * (which waits for the jobs that use them).
+ */
+static int rbln_release(struct inode *inode, struct file *filp)
+{
+	struct drm_file *file = filp->private_data;
+
+	rbln_file_quiesce(to_rbln_file(file));
+	return drm_release(inode, filp);
+}
+
+/*
  * Written by hand rather than DEFINE_DRM_ACCEL_FOPS: the stock accel fops
  * have no .show_fdinfo (and, later, no .uring_cmd).
  */
 static const struct file_operations rbln_fops = {
 	.owner = THIS_MODULE,
 	.open = accel_open,
-	.release = drm_release,
+	.release = rbln_release,
 	.unlocked_ioctl = rbln_ioctl,
 	.compat_ioctl = rbln_compat_ioctl,
 	.poll = drm_poll,

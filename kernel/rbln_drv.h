@@ -65,6 +65,7 @@
 extern unsigned int rbln_boot_timeout_ms;
 extern unsigned int rbln_admin_timeout_ms;
 extern unsigned int rbln_job_timeout_ms;
+extern unsigned int rbln_release_grace_ms;
 
 /* Driver view of the card; see rbln_state_name() for the sysfs strings. */
 enum rbln_state {
@@ -128,6 +129,7 @@ struct rbln_vm {
 	struct rbln_pt *root;
 	u32 asid;
 	bool bound;			/* the card knows the root */
+	bool closed;			/* its file is gone: run no more jobs */
 	u64 mapped_bytes;
 
 	/* MMU faults, under fault_lock (the event thread writes them) */
@@ -421,6 +423,7 @@ void rbln_debugfs_init(struct rbln_device *rdev);
 /* rbln_fw.c: memory-management requests */
 int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root);
 int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid);
+int rbln_fw_vm_abort(struct rbln_device *rdev, u32 asid);
 int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size);
 int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
 			 u64 va, void *buf, u32 len);
@@ -516,6 +519,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 struct dma_fence *rbln_wait_fence(struct drm_file *file,
 				  const struct drm_rbln_wait *args);
 void rbln_queues_fini(struct rbln_file *rf);
+void rbln_file_quiesce(struct rbln_file *rf);
 void rbln_queue_put(struct rbln_queue *q);
 void rbln_job_put_resources(struct rbln_job *job);
 

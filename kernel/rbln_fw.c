@@ -759,6 +759,17 @@ int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid)
 	return rbln_admin_exec(rdev, &cmd);
 }
 
+/* Firmware-iface 1.3: the card cancels every job of @asid (CANCELLED). */
+int rbln_fw_vm_abort(struct rbln_device *rdev, u32 asid)
+{
+	struct rbln_admin_cmd cmd = {
+		.opcode = RBLN_FW_OP_VM_ABORT,
+		.args = { asid },
+	};
+
+	return rbln_admin_exec(rdev, &cmd);
+}
+
 /* size 0: the whole address space. */
 int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size)
 {

@@ -56,6 +56,8 @@ static int rbln_job_status_errno(u16 status)
 		return -EPERM;
 	case RBLN_FW_JOB_WAIT_TIMEOUT:
 		return -ETIMEDOUT;
+	case RBLN_FW_JOB_CANCELLED:
+		return -ECANCELED;
 	default:
 		return -EIO;
 	}
@@ -96,6 +98,9 @@ static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
 	/* A faulted address space runs nothing more. */
 	if (READ_ONCE(job->vm->flags) & RBLN_VM_FAULTED)
 		return ERR_PTR(-EFAULT);
+	/* Nor does one whose file is gone (rbln_file_quiesce()). */
+	if (READ_ONCE(job->vm->closed))
+		return ERR_PTR(-ECANCELED);
 	/* Nor does a faulted card that no recovery will bring back. */
 	if (rbln_get_state(rdev) == RBLN_STATE_FAULT &&
 	    !READ_ONCE(rdev->recover_queued))

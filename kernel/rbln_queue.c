@@ -156,6 +156,73 @@ int rbln_ioctl_queue_destroy(struct drm_device *drm, void *data,
 	return 0;
 }
 
+/* The finished fence of @q's last job (a reference), NULL if none. */
+static struct dma_fence *rbln_queue_last_fence(struct rbln_queue *q)
+{
+	struct dma_fence *fence = NULL;
+
+	mutex_lock(&q->lock);
+	if (q->last_seqno)
+		fence = dma_fence_get(*rbln_queue_slot(q, q->last_seqno));
+	mutex_unlock(&q->lock);
+	return fence;
+}
+
+/*
+ * At release (the last reference to the file is gone: closed, or its
+ * process killed), before the buffers go.  Nobody can wait for the jobs
+ * the file left any more; what they write may still be seen elsewhere
+ * (shared user pages, exported buffers and syncobjs), so they get
+ * release_grace_ms to finish.  Then the file's address space runs
+ * nothing more: jobs not yet on the card fail in run_job(), and the card
+ * cancels the ones it holds (VM_ABORT, firmware-iface 1.3) at their next
+ * packet boundary or inside a WAIT.  Their fences get -ECANCELED.  So a
+ * job held by a WAIT that nobody will satisfy neither keeps the file's
+ * memory until the job timeout nor costs the other clients of its
+ * chiplet a ring reset.  A 1.2 card has no VM_ABORT: what it holds runs
+ * on as before.
+ */
+void rbln_file_quiesce(struct rbln_file *rf)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(rbln_release_grace_ms);
+	struct rbln_device *rdev = rf->rdev;
+	struct rbln_vm *vm = &rf->vm;
+	unsigned int left = 0;
+	struct rbln_queue *q;
+	unsigned long id;
+	int idx, ret = 0;
+
+	xa_for_each(&rf->queues, id, q) {
+		struct dma_fence *fence = rbln_queue_last_fence(q);
+		long t = (long)(deadline - jiffies);
+
+		if (!fence)
+			continue;
+		if (!dma_fence_wait_timeout(fence, false, max(t, 0L)))
+			left++;
+		dma_fence_put(fence);
+	}
+	if (!left)
+		return;
+	WRITE_ONCE(vm->closed, true);
+	if (rdev->id.iface_minor < 3 || !drm_dev_enter(&rdev->drm, &idx))
+		return;
+	/* As a recovery takes them: it rebinds (and so un-aborts) VMs. */
+	mutex_lock(&rdev->reset_lock);
+	mutex_lock(&vm->lock);
+	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY)
+		ret = rbln_fw_vm_abort(rdev, vm->asid);
+	mutex_unlock(&vm->lock);
+	mutex_unlock(&rdev->reset_lock);
+	drm_dev_exit(idx);
+	if (ret)
+		drm_warn(&rdev->drm, "VM_ABORT of asid %u failed (%d): its jobs run on\n",
+			 vm->asid, ret);
+	else
+		drm_dbg_driver(&rdev->drm, "asid %u: %u queue(s) busy %u ms after release\n",
+			       vm->asid, left, rbln_release_grace_ms);
+}
+
 /* At file close, before the VM goes. */
 void rbln_queues_fini(struct rbln_file *rf)
 {

@@ -436,22 +436,6 @@ TEST_F(ur, pending_commands_of_a_killed_task_are_not_lost)
 	exiting_task(_metadata, self, true);
 }
 
-/*
- * References to the rbln module: every open file of a card holds one, so
- * a file that is never released (a leaked request holding it) shows here.
- */
-static int module_refs(__u64 *refs)
-{
-	char buf[32];
-	char *end = NULL;
-	int n = rbln_read_file("/sys/module/rbln/refcnt", buf, sizeof(buf));
-
-	if (n < 0)
-		return n;
-	*refs = strtoull(buf, &end, 10);
-	return end == buf || *end ? -EPROTO : 0;
-}
-
 /* Open file descriptors of all processes on accel nodes (/proc/<pid>/fd). */
 static int accel_fds(void)
 {
@@ -504,7 +488,7 @@ static int wait_for_orphans(void)
 
 	while (rbln_now_ms() - start < RBLN_JOB_WAIT_MS) {
 		fds = accel_fds();
-		if (module_refs(&refs) || fds < 0 || refs <= (__u64)fds)
+		if (rbln_module_refs(&refs) || fds < 0 || refs <= (__u64)fds)
 			break;
 		rbln_sleep_ms(50);
 	}
@@ -546,7 +530,7 @@ static void in_flight_teardown(struct __test_metadata *_metadata,
 		TH_LOG("waited %d ms for files of gone processes to be released",
 		       waited);
 	ASSERT_EQ(0, rbln_info_mem(self->fd, &before));
-	ASSERT_EQ(0, module_refs(&refs0));
+	ASSERT_EQ(0, rbln_module_refs(&refs0));
 	kfd = rbln_kmsg_open();
 	ASSERT_LE(0, kfd);
 	ASSERT_EQ(0, pipe(pipefd));
@@ -612,7 +596,7 @@ static void in_flight_teardown(struct __test_metadata *_metadata,
 	deadline = rbln_now_ms() + RBLN_JOB_WAIT_MS;
 	for (;;) {
 		ASSERT_EQ(0, rbln_info_mem(self->fd, &after));
-		ASSERT_EQ(0, module_refs(&refs));
+		ASSERT_EQ(0, rbln_module_refs(&refs));
 		if (after.host_bytes == before.host_bytes &&
 		    after.pinned_bytes == before.pinned_bytes && refs == refs0)
 			break;

@@ -587,3 +587,15 @@ int rbln_find_hwmon(const char *bdf, char *dir, size_t len)
 	closedir(d);
 	return ret;
 }
+
+int rbln_module_refs(__u64 *refs)
+{
+	char buf[32];
+	char *end = NULL;
+	int n = rbln_read_file("/sys/module/rbln/refcnt", buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	*refs = strtoull(buf, &end, 10);
+	return end == buf || *end ? -EPROTO : 0;
+}

@@ -122,4 +122,10 @@ __s64 rbln_now_ms(void);
 /* Sleeps @ms milliseconds. */
 void rbln_sleep_ms(int ms);
 
+/*
+ * References to the rbln module (/sys/module/rbln/refcnt): every open file
+ * of a card holds one, so a file that is never released shows here.
+ */
+int rbln_module_refs(__u64 *refs);
+
 #endif /* RBLN_KSFT_UTIL_H */

@@ -458,8 +458,12 @@ struct drm_rbln_submit {
  * @job_error: out: 0 if the job succeeded, else its -errno (-EFAULT MMU
  *	fault, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error,
  *	lost in a card reset or on a faulted card, -ETIMEDOUT timeout/hang,
- *	or another -errno if it never ran (its file went away first, or a
- *	dependency failed: that dependency's error)).
+ *	-ECANCELED cancelled because its file was released (closed by its
+ *	last holder, or its process killed) and the job was still not done
+ *	after the release_grace_ms module parameter (1 s by default), or
+ *	another -errno if it never ran (its file went away first, or a
+ *	dependency failed: that dependency's error)).  Only those who share
+ *	its out-syncobj or buffers can see the last two.
  * @pad: zero.
  *
  * Interruptible.  Returns 0 once the job is done (whatever its outcome:

@@ -580,6 +580,18 @@ void write_seeds(const std::filesystem::path& dir) {
         .req(RBLN_FW_OP_RING_SETUP, {4, 16, 0x500000, 0, 0x500000, 0, 0x510000, 0})
         .req(99)
         .save(dir / "rings");
+    // VM_ABORT of a bound, an unbound, the kernel's and an out-of-range
+    // ASID, then the bound one bound again.
+    Records()
+        .walk(kVa, kPage | kRw)
+        .bind(2)
+        .req(RBLN_FW_OP_VM_ABORT, {2})
+        .req(RBLN_FW_OP_VM_ABORT, {3})
+        .req(RBLN_FW_OP_VM_ABORT, {0})
+        .req(RBLN_FW_OP_VM_ABORT, {4096})
+        .bind(2)
+        .access(2, RBLN_FW_ACCESS_WRITE, kVa, kBuf, 64)
+        .save(dir / "vm_abort");
 }
 
 } // namespace

@@ -8,8 +8,10 @@
 // must hold for every input (rbln_fw_cmd.md):
 //   - the job completes with its own seqno and a status of rbln_fw_cmd.h;
 //   - a job still running after kStuck (a WAIT nobody satisfies, a long
-//     kernel) does not hold up a TLB_INVALIDATE, is ended by RING_STOP, and
-//     the ring can be set up again;
+//     kernel) does not hold up a TLB_INVALIDATE, and is ended by RING_STOP
+//     (the ring can be set up again) or, every other time, by VM_ABORT of
+//     its ASID (CANCELLED, or its own end if it got there first; binding
+//     the ASID again runs jobs again);
 //   - the firmware stays READY: nothing a user job holds crashes it;
 //   - and, under ASan/UBSan, no memory error or undefined behaviour.
 // RBLN_FUZZ_SEEDS=DIR writes a seed corpus of well-formed jobs and exits.
@@ -62,11 +64,7 @@ public:
                        kPteRw | RBLN_FW_PTE_LOCAL);
         for (std::uint64_t off = 0; off < kCmdSize; off += RBLN_FW_PAGE_SIZE)
             pt_.map_4k(kVaCmd + off, kCmd + off, RBLN_FW_PTE_READ);
-        rbln_fw_admin_req bind = FakeHost::request(RBLN_FW_OP_VM_BIND);
-        bind.args[0] = kAsid;
-        bind.args[1] = static_cast<std::uint32_t>(pt_.root());
-        bind.args[2] = static_cast<std::uint32_t>(pt_.root() >> 32);
-        if (h_.admin(bind) != RBLN_FW_ST_OK)
+        if (bind() != RBLN_FW_ST_OK)
             die("VM_BIND failed");
         if (h_.setup_ring(0, kEntries) != RBLN_FW_ST_OK)
             die("RING_SETUP failed");
@@ -88,6 +86,10 @@ public:
             // one that does); then the driver's job timeout stops the ring.
             if (const std::uint16_t st = invalidate_all(); st != RBLN_FW_ST_OK)
                 die("TLB_INVALIDATE beside a busy ring failed", st);
+            if (seqno % 2 == 1) {
+                end_by_vm_abort(seqno);
+                return;
+            }
             if (const std::uint16_t st = h_.stop_ring(0); st != RBLN_FW_ST_OK)
                 die("RING_STOP of a busy ring failed", st);
             cpl = h_.wait_job_cpl(0, 10s);
@@ -99,14 +101,45 @@ public:
         if (cpl->seqno != seqno)
             die("completion of another job", cpl->seqno);
         if (cpl->status > RBLN_FW_JOB_ABORTED)
-            die("unknown job status", cpl->status);
+            die("unknown job status, or CANCELLED without a VM_ABORT", cpl->status);
+        settle();
+    }
+
+private:
+    // The job's ASID aborted: it ends (CANCELLED, or by itself), the
+    // ring stays up, and bound again the ASID runs jobs.
+    void end_by_vm_abort(std::uint64_t seqno) {
+        rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_VM_ABORT);
+        req.args[0] = kAsid;
+        if (const std::uint16_t st = h_.admin(req); st != RBLN_FW_ST_OK)
+            die("VM_ABORT of a busy ASID failed", st);
+        const std::optional<rbln_fw_job_cpl> cpl = h_.wait_job_cpl(0, 10s);
+        if (!cpl)
+            die("VM_ABORT left the job without a completion", seqno);
+        if (cpl->seqno != seqno)
+            die("completion of another job", cpl->seqno);
+        if (cpl->status > RBLN_FW_JOB_CANCELLED || cpl->status == RBLN_FW_JOB_ABORTED)
+            die("job status after VM_ABORT", cpl->status);
+        if (const std::uint16_t st = bind(); st != RBLN_FW_ST_OK)
+            die("VM_BIND after VM_ABORT failed", st);
+        settle();
+    }
+
+    void settle() {
         if (const std::uint32_t state = h_.load(h_.ctrl().fw_state); state != RBLN_FW_STATE_READY)
             die("a user job took the firmware out of READY", state);
         (void)h_.drain_events();
         h_.forget_history();
     }
 
-private:
+    std::uint16_t bind() {
+        rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_VM_BIND);
+        req.args[0] = kAsid;
+        req.args[1] = static_cast<std::uint32_t>(pt_.root());
+        req.args[2] = static_cast<std::uint32_t>(pt_.root() >> 32);
+        return h_.admin(req);
+    }
+
     std::uint16_t invalidate_all() {
         rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_TLB_INVALIDATE);
         req.args[0] = kAsid; // va 0, size 0: the whole address space

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "control.h"
+#include "control_reply.h"
 #include "fake_host.h"
 #include "page_table_builder.h"
 
@@ -22,19 +23,7 @@ protected:
     std::string run(std::string_view line) { return ctl.execute(line); }
 
     // "ok a=1 b=2" -> {a: 1, b: 2}
-    std::map<std::string, std::string> status() {
-        const std::string reply = run("status");
-        EXPECT_EQ(reply.rfind("ok ", 0), 0U) << reply;
-        std::map<std::string, std::string> kv;
-        std::istringstream in(reply.substr(3));
-        std::string word;
-        while (in >> word) {
-            const auto eq = word.find('=');
-            EXPECT_NE(eq, std::string::npos) << word;
-            kv[word.substr(0, eq)] = word.substr(eq + 1);
-        }
-        return kv;
-    }
+    std::map<std::string, std::string> status() { return test::parse_ok_reply(run("status")); }
 
     static bool is_error(const std::string& reply) { return reply.rfind("error ", 0) == 0; }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "control.h"
+#include "control_reply.h"
 #include "ring_fixture.h"
 
 using namespace rbln::emu;
@@ -25,18 +26,7 @@ class RingFaults : public ::testing::Test {
 protected:
     std::string run(std::string_view line) { return ctl.execute(line); }
 
-    std::map<std::string, std::string> status() {
-        const std::string reply = run("status");
-        EXPECT_EQ(reply.rfind("ok ", 0), 0U) << reply;
-        std::map<std::string, std::string> kv;
-        std::istringstream in(reply.substr(3));
-        std::string word;
-        while (in >> word) {
-            const auto eq = word.find('=');
-            kv[word.substr(0, eq)] = word.substr(eq + 1);
-        }
-        return kv;
-    }
+    std::map<std::string, std::string> status() { return parse_ok_reply(run("status")); }
 
     static CmdBuf signal_job(std::uint64_t off, std::uint64_t value) {
         CmdBuf cb;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "control.h"
+#include "control_reply.h"
 #include "ring_fixture.h"
 
 using namespace rbln::emu;
@@ -35,18 +36,7 @@ protected:
         return h.admin(req);
     }
 
-    std::map<std::string, std::string> status() {
-        const std::string reply = ctl.execute("status");
-        EXPECT_EQ(reply.rfind("ok ", 0), 0U) << reply;
-        std::map<std::string, std::string> kv;
-        std::istringstream in(reply.substr(3));
-        std::string word;
-        while (in >> word) {
-            const auto eq = word.find('=');
-            kv[word.substr(0, eq)] = word.substr(eq + 1);
-        }
-        return kv;
-    }
+    std::map<std::string, std::string> status() { return parse_ok_reply(ctl.execute("status")); }
 
     // WAIT for host word `gate` >= 1, then store `value` at `off`.
     static CmdBuf held_job(std::uint64_t gate, std::uint64_t off, std::uint64_t value) {

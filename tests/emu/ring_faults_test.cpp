@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 

@@ -135,6 +135,18 @@ TEST_F(CStreams, AFailedJobIsTheStatusOfTheNextSynchronize) {
     rbln_buffer_free(d);
 }
 
+TEST_F(CStreams, ACancelledJobSaysItsFileWasReleased) {
+    rbln_buffer* d = nullptr;
+    ASSERT_EQ(rbln_malloc(0, 4096, &d), RBLN_OK);
+    k->next_job_error = -ECANCELED;
+    ASSERT_EQ(rbln_memset(d, 0, 1, 64, nullptr), RBLN_OK);
+    EXPECT_EQ(rbln_device_synchronize(0), RBLN_ERR_JOB_FAILED);
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("cancelled"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("release_grace_ms"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("ECANCELED"));
+    rbln_buffer_free(d);
+}
+
 TEST_F(CStreams, BadArgumentsAreRefused) {
     EXPECT_EQ(rbln_stream_create(0, nullptr), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_stream_create(5, reinterpret_cast<rbln_stream**>(&k)), RBLN_ERR_NO_DEVICE);

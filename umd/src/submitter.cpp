@@ -874,7 +874,8 @@ Error job_error(const JobFailure& f, const std::string& path) {
         meaning = "the job timed out or hung the chiplet, which was reset";
         break;
     case ECANCELED:
-        meaning = "the card was reset while the job ran";
+        meaning = "the job was cancelled: the open file that submitted it was closed (or its "
+                  "process ended) before it finished, and the driver's release_grace_ms passed";
         break;
     default:
         meaning = "the job failed on the card";

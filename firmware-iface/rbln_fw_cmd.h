@@ -42,6 +42,8 @@ struct rbln_fw_ring_ctrl {
 
 /* rbln_fw_job.flags */
 #define RBLN_FW_JOB_IRQ		(1u << 0)	/* IRQ when done; moderated, see .md */
+/* An MMU fault in the job aborts its ASID (as VM_ABORT) at once (1.3). */
+#define RBLN_FW_JOB_FAULT_ABORTS (1u << 1)
 
 /*
  * A job: 64 bytes in the job ring.  asid 0 is a kernel job: its command

@@ -419,7 +419,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJobCase{"Reserved0", [](rbln_fw_job& j) { j.reserved0 = 1; }},
         BadJobCase{"Reserved3", [](rbln_fw_job& j) { j.reserved[3] = 1; }},
-        BadJobCase{"UnknownFlag", [](rbln_fw_job& j) { j.flags |= 2; }},
+        BadJobCase{"UnknownFlag", [](rbln_fw_job& j) { j.flags |= 4; }},
         BadJobCase{"SizeZero", [](rbln_fw_job& j) { j.cmd_size = 0; }},
         BadJobCase{"SizeNotMultipleOf8", [](rbln_fw_job& j) { j.cmd_size = 28; }},
         BadJobCase{"SizeAboveMax", [](rbln_fw_job& j) { j.cmd_size = RBLN_FW_CMD_MAX + 8; }},

@@ -110,6 +110,41 @@ TEST_F(VmAbort, BindingTheAsidAgainOrUnbindingItEndsTheMark) {
     EXPECT_EQ(t.host_u64(0), 3U);
 }
 
+TEST_F(VmAbort, AFaultInAJobWithFaultAbortsCancelsTheLaterJobsOfItsAsidOnly) {
+    // Ring 1 holds a kOther job in a WAIT; ring 0 runs a kOther job that
+    // faults (FAULT_ABORTS), then one of kOther and one of ASID 1.
+    const std::uint64_t held = t.submit(1, held_job(0, 8, 1), kOther, 0);
+    ASSERT_TRUE(eventually([&] { return h.load(h.ring_ctrl(1).job_head) == 1; }));
+    CmdBuf bad;
+    bad.signal(TestCard::kVaHost + 16, 1).signal(0x7000'0000'0000ULL, 1); // unmapped
+    const auto flags = RBLN_FW_JOB_IRQ | RBLN_FW_JOB_FAULT_ABORTS;
+    const std::uint64_t a = t.submit(0, bad, kOther, 0, flags);
+    const std::uint64_t b = t.submit(0, signal_job(24, 9), kOther, 1);
+    const std::uint64_t c = t.submit(0, signal_job(32, 5), TestCard::kAsid, 2, flags);
+    const std::uint64_t seqnos[] = {a, b, c};
+    const std::uint16_t want[] = {RBLN_FW_JOB_MMU_FAULT, RBLN_FW_JOB_CANCELLED, RBLN_FW_JOB_OK};
+    for (int i = 0; i < 3; i++) {
+        const auto cpl = h.wait_job_cpl(0);
+        ASSERT_TRUE(cpl.has_value()) << "job " << i;
+        EXPECT_EQ(cpl->seqno, seqnos[i]);
+        EXPECT_EQ(cpl->status, want[i]) << "job " << i;
+    }
+    const auto cpl = h.wait_job_cpl(1);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, held);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    EXPECT_EQ(t.host_u64(16), 1U); // the faulting job ran up to its fault
+    EXPECT_EQ(t.host_u64(24), 0U);
+    EXPECT_EQ(t.host_u64(32), 5U);
+    EXPECT_EQ(t.host_u64(8), 0U);
+    // Without the flag a fault leaves the ASID alone (1.2 behaviour).
+    CmdBuf bad1;
+    bad1.signal(0x7000'0000'0000ULL, 1);
+    EXPECT_EQ(t.status(2, bad1), RBLN_FW_JOB_MMU_FAULT);
+    EXPECT_EQ(t.status(2, signal_job(40, 3)), RBLN_FW_JOB_OK);
+    EXPECT_EQ(t.host_u64(40), 3U);
+}
+
 TEST_F(VmAbort, RejectsAsidZeroOutOfRangeUnboundAndExtraArguments) {
     EXPECT_EQ(abort_asid(0), RBLN_FW_ST_BAD_ARG); // kernel jobs cannot be aborted
     EXPECT_EQ(abort_asid(RBLN_FW_MAX_ASID), RBLN_FW_ST_BAD_ARG);

@@ -332,7 +332,7 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
     if (d.reserved0 != 0 ||
         std::any_of(std::begin(d.reserved), std::end(d.reserved), [](__u64 r) { return r != 0; }))
         return bad_job("reserved fields not zero");
-    if ((d.flags & ~RBLN_FW_JOB_IRQ) != 0)
+    if ((d.flags & ~(RBLN_FW_JOB_IRQ | RBLN_FW_JOB_FAULT_ABORTS)) != 0)
         return bad_job("unknown job flags");
     if (d.cmd_size == 0 || d.cmd_size % 8 != 0 || d.cmd_size > RBLN_FW_CMD_MAX)
         return bad_job("cmd_size not a multiple of 8 in 8..RBLN_FW_CMD_MAX");
@@ -368,7 +368,10 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
     }
     if (out.result.status == RBLN_FW_JOB_OK) {
         for (std::uint32_t off = 0; off < d.cmd_size;) {
-            if (cancel_.load(std::memory_order_acquire)) {
+            // VM_ABORT interrupts through cancel_, a fault elsewhere
+            // (FAULT_ABORTS) only marks the ASID: both end the job here.
+            if (cancel_.load(std::memory_order_acquire) ||
+                (d.asid != 0 && deps_.mmu.aborted(d.asid))) {
                 out.result = interrupted();
                 out.packet_offset = off;
                 if (out.result.cancelled)
@@ -401,6 +404,11 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
         }
         if (out.result.status == RBLN_FW_JOB_OK)
             out.packet_offset = 0;
+    }
+    if (out.result.status == RBLN_FW_JOB_MMU_FAULT && d.asid != 0 &&
+        (d.flags & RBLN_FW_JOB_FAULT_ABORTS) != 0 && deps_.mmu.abort(d.asid)) {
+        deps_.log.debug("ring %u: asid %u aborted by its job's MMU fault", cfg_.index, d.asid);
+        deps_.hub.notify(); // a WAIT of the ASID on another ring ends
     }
     if (out.result.status == RBLN_FW_JOB_MMU_FAULT && out.result.fault)
         deps_.host.ring_mmu_fault(cfg_.index, d.asid, *out.result.fault);
@@ -616,6 +624,10 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
 }
 
 PacketResult CommandProcessor::wait_packet(const rbln_fw_pkt_wait& w, Memory& mem) {
+    // Stopped, VM_ABORT, or the ASID aborted by a fault on another ring.
+    const auto ended = [this, asid = mem.asid()] {
+        return cancel_.load(std::memory_order_acquire) || (asid != 0 && deps_.mmu.aborted(asid));
+    };
     const std::uint64_t t0 = deps_.host.card_time_ns();
     std::chrono::nanoseconds backoff = kFirstBackoff;
     while (true) {
@@ -632,11 +644,11 @@ PacketResult CommandProcessor::wait_packet(const rbln_fw_pkt_wait& w, Memory& me
             return PacketResult::ok();
         if (w.timeout_ns != 0 && deps_.host.card_time_ns() - t0 >= w.timeout_ns)
             return failed(RBLN_FW_JOB_WAIT_TIMEOUT, "WAIT timed out");
-        if (cancel_.load(std::memory_order_acquire))
+        if (ended())
             return interrupted();
         // Sleep until a SIGNAL (or a doorbell) or the backoff: the host may
         // store the value without telling.
-        deps_.hub.wait(gen, backoff, [this] { return cancel_.load(std::memory_order_acquire); });
+        deps_.hub.wait(gen, backoff, ended);
         backoff = deps_.hub.generation() != gen ? kFirstBackoff : next_backoff(backoff);
     }
 }

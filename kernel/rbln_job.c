@@ -73,6 +73,9 @@ static void rbln_ring_write_job(struct rbln_cmd_ring *ring, struct rbln_job *job
 	d->seqno = job->hw_seqno;
 	d->asid = job->asid;
 	d->flags = RBLN_FW_JOB_IRQ;
+	/* A fault stops the client's jobs already on the rings too (1.3). */
+	if (job->asid && ring->rdev->id.iface_minor >= 3)
+		d->flags |= RBLN_FW_JOB_FAULT_ABORTS;
 	d->cmd_addr = job->cmd_va;
 	d->cmd_size = job->cmd_size;
 	ring->tail = (ring->tail + 1) & (ring->entries - 1);
@@ -155,6 +158,7 @@ static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 	struct rbln_device *rdev = ring->rdev;
 	unsigned long flags;
 	bool unpublished = false;
+	int err;
 
 	spin_lock_irqsave(&ring->lock, flags);
 	while (ring->up) {
@@ -194,7 +198,16 @@ static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 		if (cpl.status != RBLN_FW_JOB_OK)
 			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u\n",
 				ring->index, cpl.seqno, cpl.status, cpl.packet_offset);
-		if (cpl.status == RBLN_FW_JOB_MMU_FAULT) {
+		err = rbln_job_status_errno(cpl.status);
+		/*
+		 * Only a released file's VM is aborted (VM_ABORT); any other
+		 * CANCELLED job followed a faulting one (FAULT_ABORTS), maybe
+		 * on another ring whose record is not read yet.
+		 */
+		if (cpl.status == RBLN_FW_JOB_CANCELLED &&
+		    !READ_ONCE(job->vm->closed))
+			err = -EFAULT;
+		if (err == -EFAULT) {
 			/* Its later jobs fail too (the event counts the fault). */
 			spin_lock(&job->vm->fault_lock);
 			job->vm->flags |= RBLN_VM_FAULTED;
@@ -202,8 +215,7 @@ static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 		}
 		if (polled)	/* counted before a waiter can look */
 			ring->cpls_polled++;
-		rbln_ring_retire(ring, job, rbln_job_status_errno(cpl.status),
-				 cpl.start_ns, cpl.end_ns);
+		rbln_ring_retire(ring, job, err, cpl.start_ns, cpl.end_ns);
 	}
 	if (unpublished)	/* the ring went down meanwhile */
 		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);

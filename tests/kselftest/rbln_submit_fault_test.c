@@ -220,6 +220,95 @@ TEST_F(flt, mmu_fault_fails_the_job_and_every_later_job_of_the_client)
 	close(fb);
 }
 
+/*
+ * Jobs of the client already on the rings when one of them faults fail
+ * too (FAULT_ABORTS, firmware-iface 1.3): the one queued behind it on
+ * its ring runs no packet, one held in a WAIT on another ring ends there;
+ * both -EFAULT.  Another client's job behind them on the same ring runs,
+ * and no ring is reset.
+ */
+TEST_F(flt, jobs_already_on_the_rings_behind_a_fault_fail_too)
+{
+	struct drm_rbln_info_vm vm;
+	struct rbln_cmdbuf cbb;
+	__u64 s1, s2, s3 = 0, sb, hole, resets0, resets1;
+	__u32 qa, qa2 = 0, qb, minor = 0;
+	__u64 *w = (__u64 *)self->data.map;
+	struct rbln_buf b;
+	__s32 je;
+	int fb;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_iface_minor(self->fd, &minor));
+	if (minor < 3)
+		SKIP(return, "firmware-iface 1.%u: no FAULT_ABORTS", minor);
+	ASSERT_EQ(0, rbln_info_vm(self->fd, &vm));
+	hole = (vm.va_start + (vm.va_end - vm.va_start) / 2) & ~0xfffull;
+	memset(self->data.map, 0, 8192);
+	ASSERT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, 0,
+					    "ring_resets", &resets0));
+	qa = rbln_new_queue(_metadata, self->fd, 1);
+
+	/* 1: held until the gate at 2048 opens, then faults */
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_wait(&self->cb, self->data.va + 2048, 1, 0);
+	rbln_cmd_copy(&self->cb, hole, self->data.va + 4096, 64);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qa, &self->cb,
+				     &self->data.handle, 1, &s1));
+	/* 2: behind it on the same queue and ring */
+	rbln_cmd_begin(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 2, 0);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qa, &self->cb,
+				     &self->data.handle, 1, &s2));
+	/* 3: held on another chiplet by a gate that never opens */
+	if (self->dev.chiplet_count > 1) {
+		qa2 = rbln_new_queue(_metadata, self->fd, 2);
+		rbln_cmd_begin(&self->cb);
+		rbln_cmd_wait(&self->cb, self->data.va + 2056, 1, 0);
+		rbln_cmd_signal(&self->cb, self->data.va + 16, 3, 0);
+		ASSERT_EQ(0, rbln_submit_job(self->fd, qa2, &self->cb,
+					     &self->data.handle, 1, &s3));
+	}
+	/* another client's job behind them on chiplet 0 */
+	fb = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fb);
+	qb = rbln_new_queue(_metadata, fb, 1);
+	ASSERT_EQ(0, rbln_cmd_init(fb, &cbb, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(fb, &b, 4096, RBLN_REGION_HOST, 0));
+	memset(b.map, 0, 4096);
+	rbln_cmd_signal(&cbb, b.va, 7, 0);
+	ASSERT_EQ(0, rbln_submit_job(fb, qb, &cbb, &b.handle, 1, &sb));
+
+	/* the scheduler writes them all to the rings meanwhile */
+	rbln_sleep_ms(200);
+	__atomic_store_n(&w[256], 1, __ATOMIC_SEQ_CST);	/* gate at 2048 */
+
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qa, s1, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-EFAULT, je) TH_LOG("the faulting job: %s", strerror(-je));
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qa, s2, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-EFAULT, je) TH_LOG("the job behind it: %s", strerror(-je));
+	EXPECT_EQ(0, __atomic_load_n(&w[1], __ATOMIC_SEQ_CST))
+	TH_LOG("the job behind the fault ran");
+	if (qa2) {
+		ASSERT_EQ(0, rbln_wait_job(self->fd, qa2, s3, RBLN_JOB_WAIT_MS,
+					   &je));
+		EXPECT_EQ(-EFAULT, je)
+		TH_LOG("the job held on chiplet 1: %s", strerror(-je));
+		EXPECT_EQ(0, __atomic_load_n(&w[2], __ATOMIC_SEQ_CST));
+	}
+	ASSERT_EQ(0, rbln_wait_job(fb, qb, sb, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je) TH_LOG("the other client's job: %s", strerror(-je));
+	EXPECT_EQ(7, __atomic_load_n((__u64 *)b.map, __ATOMIC_SEQ_CST));
+	ASSERT_EQ(0, rbln_sysfs_chiplet_u64(self->nodes[0].bdf, 0,
+					    "ring_resets", &resets1));
+	EXPECT_EQ(resets0, resets1) TH_LOG("a ring was reset");
+
+	rbln_buf_free(fb, &b);
+	rbln_cmd_fini(fb, &cbb);
+	close(fb);
+}
+
 TEST_F(flt, job_writing_a_read_only_buffer_fails_with_efault)
 {
 	struct drm_rbln_bo_create ro;

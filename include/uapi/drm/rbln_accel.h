@@ -456,7 +456,8 @@ struct drm_rbln_submit {
  * @sync: in: with RBLN_WAIT_SYNCOBJ, the syncobj and point, else zero.
  * @timeout_ns: in: absolute CLOCK_MONOTONIC deadline in ns; 0 polls.
  * @job_error: out: 0 if the job succeeded, else its -errno (-EFAULT MMU
- *	fault, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error,
+ *	fault of this job or of an earlier job of the same file: a file
+ *	whose job faulted runs nothing more, -EINVAL bad packet, -EPERM privileged packet, -EIO DMA error,
  *	lost in a card reset or on a faulted card, -ETIMEDOUT timeout/hang,
  *	-ECANCELED cancelled because its file was released (closed by its
  *	last holder, or its process killed) and the job was still not done

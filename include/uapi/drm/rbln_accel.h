@@ -458,7 +458,8 @@ struct drm_rbln_submit {
  * @job_error: out: 0 if the job succeeded, else its -errno (-EFAULT MMU
  *	fault of this job or of an earlier job of the same file: a file
  *	whose job faulted runs nothing more, -EINVAL bad packet, -EPERM
- *	privileged packet, -EIO DMA error, lost in a card reset or on a faulted card, -ETIMEDOUT timeout/hang,
+ *	privileged packet, -EIO DMA error, lost in a card reset or on a
+ *	faulted card, -ETIMEDOUT timeout/hang,
  *	-ECANCELED cancelled because its file was released (closed by its
  *	last holder, or its process killed) and the job was still not done
  *	after the release_grace_ms module parameter (1 s by default), or

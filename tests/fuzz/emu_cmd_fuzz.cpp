@@ -77,8 +77,12 @@ public:
             return;
         if (!h_.memory().write(kCmd, data, size))
             die("command buffer outside guest RAM", size);
+        // Every other size: FAULT_ABORTS, as the driver sets it.
+        const bool fault_aborts = ((input_size >> 3) & 1) != 0;
+        const std::uint32_t flags =
+            RBLN_FW_JOB_IRQ | (fault_aborts ? RBLN_FW_JOB_FAULT_ABORTS : 0U);
         const std::uint64_t seqno =
-            h_.submit_job(0, FakeHost::job(kAsid, kVaCmd, static_cast<std::uint32_t>(size)));
+            h_.submit_job(0, FakeHost::job(kAsid, kVaCmd, static_cast<std::uint32_t>(size), flags));
         std::optional<rbln_fw_job_cpl> cpl = h_.wait_job_cpl(0, kStuck);
         if (!cpl) {
             // Blocked or long.  An MMU change (another client freeing a
@@ -102,6 +106,8 @@ public:
             die("completion of another job", cpl->seqno);
         if (cpl->status > RBLN_FW_JOB_ABORTED)
             die("unknown job status, or CANCELLED without a VM_ABORT", cpl->status);
+        if (cpl->status == RBLN_FW_JOB_MMU_FAULT && fault_aborts)
+            expect_asid_aborted();
         settle();
     }
 
@@ -123,6 +129,22 @@ private:
         if (const std::uint16_t st = bind(); st != RBLN_FW_ST_OK)
             die("VM_BIND after VM_ABORT failed", st);
         settle();
+    }
+
+    // After a FAULT_ABORTS fault a NOP job of the ASID is CANCELLED; bound
+    // again, the ASID runs jobs.
+    void expect_asid_aborted() {
+        const std::uint64_t nop[] = {RBLN_FW_PKT_HDR(RBLN_FW_PKT_NOP, 0, 8)};
+        if (!h_.memory().write(kCmd, nop, sizeof(nop)))
+            die("command buffer outside guest RAM", sizeof(nop));
+        const std::uint64_t seqno = h_.submit_job(0, FakeHost::job(kAsid, kVaCmd, sizeof(nop)));
+        const std::optional<rbln_fw_job_cpl> cpl = h_.wait_job_cpl(0, 10s);
+        if (!cpl || cpl->seqno != seqno)
+            die("no completion for the job after a FAULT_ABORTS fault", seqno);
+        if (cpl->status != RBLN_FW_JOB_CANCELLED)
+            die("a job ran after a FAULT_ABORTS fault of its ASID", cpl->status);
+        if (const std::uint16_t st = bind(); st != RBLN_FW_ST_OK)
+            die("VM_BIND after a FAULT_ABORTS fault failed", st);
     }
 
     void settle() {

@@ -27,12 +27,6 @@ protected:
 
     std::map<std::string, std::string> status() { return parse_ok_reply(run("status")); }
 
-    static CmdBuf signal_job(std::uint64_t off, std::uint64_t value) {
-        CmdBuf cb;
-        cb.signal(TestCard::kVaHost + off, value);
-        return cb;
-    }
-
     TestCard t;
     FakeHost& h = t.h;
     ControlInterface ctl{h.card};

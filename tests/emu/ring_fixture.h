@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
+#include <utility>
 
 #include "cmd_builder.h"
 #include "fake_host.h"
@@ -127,6 +129,24 @@ public:
     std::uint64_t hbm_bytes_;
     PageTableBuilder pt;
 };
+
+// A job storing `value` at byte `off` of the host data (ASID 1's VA).
+inline CmdBuf signal_job(std::uint64_t off, std::uint64_t value) {
+    CmdBuf cb;
+    cb.signal(TestCard::kVaHost + off, value);
+    return cb;
+}
+
+// The next completions of `ring` are these jobs' (seqno, status), in order.
+inline void expect_cpls(FakeHost& h, unsigned ring,
+                        std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> jobs) {
+    for (const auto& [seqno, status] : jobs) {
+        const auto cpl = h.wait_job_cpl(ring);
+        ASSERT_TRUE(cpl.has_value()) << "no completion on ring " << ring << " for " << seqno;
+        EXPECT_EQ(cpl->seqno, seqno);
+        EXPECT_EQ(cpl->status, status) << "job " << seqno;
+    }
+}
 
 // RING_STOP of a ring still running job `seqno`: the job completes ABORTED.
 inline void expect_stop_aborts(FakeHost& h, unsigned ring, std::uint64_t seqno) {

@@ -43,11 +43,6 @@ protected:
         cb.wait(TestCard::kVaHost + gate, 1).signal(TestCard::kVaHost + off, value);
         return cb;
     }
-    static CmdBuf signal_job(std::uint64_t off, std::uint64_t value) {
-        CmdBuf cb;
-        cb.signal(TestCard::kVaHost + off, value);
-        return cb;
-    }
 
     TestCard t;
     FakeHost& h = t.h;
@@ -69,18 +64,9 @@ TEST_F(VmAbort, CancelsTheRunningAndQueuedJobsOfItsAsidAndNoOtherJob) {
     EXPECT_FALSE(h.pop_job_cpl(0).has_value()); // held
 
     EXPECT_EQ(abort_asid(kOther), RBLN_FW_ST_OK);
-    const std::uint16_t want[] = {RBLN_FW_JOB_CANCELLED, RBLN_FW_JOB_OK, RBLN_FW_JOB_CANCELLED};
-    const std::uint64_t seqnos[] = {a, b, c};
-    for (int i = 0; i < 3; i++) {
-        const auto cpl = h.wait_job_cpl(0);
-        ASSERT_TRUE(cpl.has_value()) << "job " << i;
-        EXPECT_EQ(cpl->seqno, seqnos[i]);
-        EXPECT_EQ(cpl->status, want[i]) << "job " << i;
-    }
-    const auto cpl = h.wait_job_cpl(1);
-    ASSERT_TRUE(cpl.has_value());
-    EXPECT_EQ(cpl->seqno, d);
-    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    expect_cpls(h, 0,
+                {{a, RBLN_FW_JOB_CANCELLED}, {b, RBLN_FW_JOB_OK}, {c, RBLN_FW_JOB_CANCELLED}});
+    expect_cpls(h, 1, {{d, RBLN_FW_JOB_CANCELLED}});
     EXPECT_EQ(t.host_u64(8), 0U);  // the held job stopped in its WAIT
     EXPECT_EQ(t.host_u64(16), 7U); // ASID 1's job ran
     EXPECT_EQ(t.host_u64(24), 0U); // the queued kOther job ran no packet
@@ -121,18 +107,9 @@ TEST_F(VmAbort, AFaultInAJobWithFaultAbortsCancelsTheLaterJobsOfItsAsidOnly) {
     const std::uint64_t a = t.submit(0, bad, kOther, 0, flags);
     const std::uint64_t b = t.submit(0, signal_job(24, 9), kOther, 1);
     const std::uint64_t c = t.submit(0, signal_job(32, 5), TestCard::kAsid, 2, flags);
-    const std::uint64_t seqnos[] = {a, b, c};
-    const std::uint16_t want[] = {RBLN_FW_JOB_MMU_FAULT, RBLN_FW_JOB_CANCELLED, RBLN_FW_JOB_OK};
-    for (int i = 0; i < 3; i++) {
-        const auto cpl = h.wait_job_cpl(0);
-        ASSERT_TRUE(cpl.has_value()) << "job " << i;
-        EXPECT_EQ(cpl->seqno, seqnos[i]);
-        EXPECT_EQ(cpl->status, want[i]) << "job " << i;
-    }
-    const auto cpl = h.wait_job_cpl(1);
-    ASSERT_TRUE(cpl.has_value());
-    EXPECT_EQ(cpl->seqno, held);
-    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    expect_cpls(h, 0,
+                {{a, RBLN_FW_JOB_MMU_FAULT}, {b, RBLN_FW_JOB_CANCELLED}, {c, RBLN_FW_JOB_OK}});
+    expect_cpls(h, 1, {{held, RBLN_FW_JOB_CANCELLED}});
     EXPECT_EQ(t.host_u64(16), 1U); // the faulting job ran up to its fault
     EXPECT_EQ(t.host_u64(24), 0U);
     EXPECT_EQ(t.host_u64(32), 5U);

@@ -60,6 +60,7 @@ TEST(Options, DefaultsAndControlPathDerivedFromSocket) {
     EXPECT_EQ(o.family, Family::rebel100);
     EXPECT_EQ(o.hbm_per_chiplet, 256ULL << 20);
     EXPECT_EQ(o.vectors, 4U);
+    EXPECT_EQ(o.iface_minor, RBLN_FW_IFACE_MINOR);
     EXPECT_EQ(o.control_path, "/tmp/x.sock.ctl");
     EXPECT_EQ(o.log_level, LogLevel::info);
     EXPECT_FALSE(o.fault_no_response);
@@ -73,7 +74,7 @@ TEST(Options, EveryOptionParsesInBothForms) {
     const Options o = parse({"--family=atom", "--hbm-per-chiplet", "64M", "--socket=s", "--control",
                              "c", "--guest-ram=r", "--guest-ram-size", "2G", "--guest-lowmem=1G",
                              "--vectors", "8", "--serial=SN-1", "--log-level", "debug",
-                             "--fault=no-response", "--dma-nt-threshold", "8M"});
+                             "--fault=no-response", "--dma-nt-threshold", "8M", "--iface-minor=2"});
     EXPECT_EQ(o.family, Family::atom);
     EXPECT_EQ(o.hbm_per_chiplet, 64ULL << 20);
     EXPECT_EQ(o.socket_path, "s");
@@ -86,6 +87,7 @@ TEST(Options, EveryOptionParsesInBothForms) {
     EXPECT_EQ(o.log_level, LogLevel::debug);
     EXPECT_TRUE(o.fault_no_response);
     EXPECT_EQ(o.dma_nt_threshold, 8ULL << 20);
+    EXPECT_EQ(o.iface_minor, 2);
     EXPECT_FALSE(parse({"--socket=s", "--guest-ram=r", "--dma-nt-threshold=auto"})
                      .dma_nt_threshold.has_value());
 }
@@ -109,6 +111,9 @@ TEST(Options, BadValuesAreRejectedNamingTheOption) {
         {{"--vectors", "1"}, "--vectors"},
         {{"--vectors", "65"}, "--vectors"},
         {{"--vectors", "four"}, "--vectors"},
+        {{"--iface-minor", "1"}, "--iface-minor"},
+        {{"--iface-minor", "4"}, "--iface-minor"},
+        {{"--iface-minor", "two"}, "--iface-minor"},
         {{"--guest-ram-size", "1000"}, "--guest-ram-size"},
         {{"--guest-lowmem", "5G"}, "--guest-lowmem"},
         {{"--guest-ram-size", "1G", "--guest-lowmem", "2G"}, "--guest-lowmem"},

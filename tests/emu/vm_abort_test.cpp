@@ -122,6 +122,22 @@ TEST_F(VmAbort, AFaultInAJobWithFaultAbortsCancelsTheLaterJobsOfItsAsidOnly) {
     EXPECT_EQ(t.host_u64(40), 3U);
 }
 
+// A card of the previous firmware (rbln-emu --iface-minor 2).
+TEST(VmAbortOnAnIface12Card, IsAnUnknownOpcodeAndFaultAbortsAnUnknownJobFlag) {
+    Options opt = test_options();
+    opt.iface_minor = 2;
+    TestCard t(opt);
+    EXPECT_EQ(t.h.ctrl().iface_minor, 2);
+    rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_VM_ABORT);
+    req.args[0] = TestCard::kAsid;
+    EXPECT_EQ(t.h.admin(req), RBLN_FW_ST_BAD_OPCODE);
+    EXPECT_EQ(t.status(0, signal_job(0, 1)), RBLN_FW_JOB_OK); // nothing was marked
+    const std::uint64_t s = t.submit(0, signal_job(8, 2), TestCard::kAsid, 0,
+                                     RBLN_FW_JOB_IRQ | RBLN_FW_JOB_FAULT_ABORTS);
+    expect_cpls(t.h, 0, {{s, RBLN_FW_JOB_BAD_JOB}});
+    EXPECT_EQ(t.host_u64(8), 0U);
+}
+
 TEST_F(VmAbort, RejectsAsidZeroOutOfRangeUnboundAndExtraArguments) {
     EXPECT_EQ(abort_asid(0), RBLN_FW_ST_BAD_ARG); // kernel jobs cannot be aborted
     EXPECT_EQ(abort_asid(RBLN_FW_MAX_ASID), RBLN_FW_ST_BAD_ARG);

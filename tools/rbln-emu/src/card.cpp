@@ -88,6 +88,7 @@ CardIdentity make_identity(const Options& opt, std::uint32_t peer_id) {
     id.layout = compute_bar_layout(family_chiplets(opt.family), opt.hbm_per_chiplet);
     id.peer_id = peer_id;
     id.num_vectors = opt.vectors;
+    id.iface_minor = opt.iface_minor;
     id.serial = opt.serial.empty() ? default_serial() : opt.serial;
     id.uuid = uuid_from_serial(id.serial);
     id.fw_version = kFwVersion;
@@ -192,7 +193,7 @@ std::uint64_t Card::now_ns() const {
 
 void Card::init_control_block() {
     std::memset(static_cast<void*>(ctrl_), 0, sizeof(*ctrl_));
-    ctrl_->iface_minor = RBLN_FW_IFACE_MINOR;
+    ctrl_->iface_minor = id_.iface_minor;
     ctrl_->iface_major = RBLN_FW_IFACE_MAJOR;
     ctrl_->ctrl_size = sizeof(rbln_fw_ctrl);
     ctrl_->family = family_code(id_.family);

@@ -47,6 +47,7 @@ struct CardIdentity {
     BarLayout layout;
     std::uint32_t peer_id = 0;
     std::uint32_t num_vectors = 0;
+    std::uint16_t iface_minor = RBLN_FW_IFACE_MINOR;
     std::string serial;
     std::array<std::uint8_t, 16> uuid{};
     std::string fw_version;

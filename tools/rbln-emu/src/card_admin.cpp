@@ -198,7 +198,7 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
         rbln_fw_identify idf{};
         idf.family = family_code(id_.family);
         idf.chiplet_count = id_.layout.chiplets;
-        idf.iface_minor = RBLN_FW_IFACE_MINOR;
+        idf.iface_minor = id_.iface_minor;
         idf.iface_major = RBLN_FW_IFACE_MAJOR;
         std::memcpy(idf.uuid, id_.uuid.data(), sizeof(idf.uuid));
         // From the card's own copy: the host can scribble over the BAR.
@@ -264,6 +264,8 @@ Card::Outcome Card::execute(const rbln_fw_admin_req& req) {
     case RBLN_FW_OP_RING_STOP:
         return ring_stop(req);
     case RBLN_FW_OP_VM_ABORT:
+        if (id_.iface_minor < 3)
+            return reject({RBLN_FW_ST_BAD_OPCODE, "unknown opcode (a firmware-iface 1.2 card)"});
         return vm_abort(req);
     default:
         return reject({RBLN_FW_ST_BAD_OPCODE, "unknown opcode"});
@@ -414,8 +416,9 @@ Card::Outcome Card::ring_setup(const rbln_fw_admin_req& req) {
         return failed(RBLN_FW_ST_BAD_ARG, "job ring, completion ring and ring control overlap");
     // A ring that is set up is replaced: RING_STOP first.
     stop_ring(cfg.index, CommandProcessor::StopMode::abort_jobs);
-    const RingDeps deps{*this,          ram_, mmu_,           log_, engines_.at(cfg.index),
-                        ring_counters_, hub_, irq_holdoff_ns_};
+    const RingDeps deps{
+        *this,           ram_,           mmu_, log_, engines_.at(cfg.index), ring_counters_, hub_,
+        irq_holdoff_ns_, id_.iface_minor};
     procs_.at(cfg.index) = std::make_unique<CommandProcessor>(deps, cfg);
     log_.info("ring %u set up: %u entries, jobs 0x%" PRIx64 " completions 0x%" PRIx64
               " control 0x%" PRIx64,

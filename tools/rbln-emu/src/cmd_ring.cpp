@@ -332,7 +332,9 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
     if (d.reserved0 != 0 ||
         std::any_of(std::begin(d.reserved), std::end(d.reserved), [](__u64 r) { return r != 0; }))
         return bad_job("reserved fields not zero");
-    if ((d.flags & ~(RBLN_FW_JOB_IRQ | RBLN_FW_JOB_FAULT_ABORTS)) != 0)
+    const std::uint32_t known =
+        RBLN_FW_JOB_IRQ | (deps_.iface_minor >= 3 ? RBLN_FW_JOB_FAULT_ABORTS : 0U);
+    if ((d.flags & ~known) != 0)
         return bad_job("unknown job flags");
     if (d.cmd_size == 0 || d.cmd_size % 8 != 0 || d.cmd_size > RBLN_FW_CMD_MAX)
         return bad_job("cmd_size not a multiple of 8 in 8..RBLN_FW_CMD_MAX");

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mmu.h"
 #include "rbln_fw_cmd.h"
+#include "rbln_fw_ctrl.h"
 
 namespace rbln::emu {
 
@@ -116,6 +117,8 @@ struct RingDeps {
     // records are still unread this long after the ring went idle is
     // raised anyway (see rbln_fw_cmd.md, "Interrupt moderation").
     const std::atomic<std::int64_t>& irq_holdoff_ns;
+    // The card's firmware-iface minor version (FAULT_ABORTS from 3 on).
+    std::uint16_t iface_minor = RBLN_FW_IFACE_MINOR;
 };
 
 class CommandProcessor {

@@ -194,6 +194,13 @@ Options parse_options(std::span<const std::string_view> args) {
                                  std::to_string(RBLN_FW_MIN_VECTORS) + ".." +
                                  std::to_string(kMaxVectors) + ")");
             opt.vectors = static_cast<unsigned>(*n);
+        } else if (name == "--iface-minor") {
+            const std::string_view v = cur.value(name);
+            auto n = parse_u64(v);
+            if (!n || *n < 2 || *n > RBLN_FW_IFACE_MINOR)
+                throw UsageError("--iface-minor: bad value '" + std::string(v) + "' (2.." +
+                                 std::to_string(RBLN_FW_IFACE_MINOR) + ")");
+            opt.iface_minor = static_cast<std::uint16_t>(*n);
         } else if (name == "--serial") {
             const std::string_view v = cur.value(name);
             if (!valid_serial(v))
@@ -285,6 +292,8 @@ const char* usage_text() {
            "  --guest-ram-size SIZE     size when the RAM file has to be created\n"
            "  --guest-lowmem SIZE       guest RAM below 4G (default: QEMU pc rule)\n"
            "  --vectors N               MSI-X vectors, equal to QEMU's vectors= (default 4)\n"
+           "  --iface-minor N           speak firmware-iface 1.N, 2 or 3 (default 3; 2: no\n"
+           "                            VM_ABORT, no FAULT_ABORTS job flag)\n"
            "  --serial STR              card serial (default RBLNEMU-<hex>)\n"
            "  --log-level LEVEL         error|warn|info|debug (default info)\n"
            "  --fault no-response       start with the no-response fault armed\n"

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "log.h"
+#include "rbln_fw_ctrl.h"
 
 namespace rbln::emu {
 
@@ -48,6 +49,9 @@ struct Options {
     std::optional<std::uint64_t> guest_ram_size;
     std::optional<std::uint64_t> guest_lowmem;
     unsigned vectors = kDefaultVectors;
+    // The firmware-iface minor version the card speaks: 3 (default), or 2
+    // (no VM_ABORT, no FAULT_ABORTS: a card of the previous firmware).
+    std::uint16_t iface_minor = RBLN_FW_IFACE_MINOR;
     std::string serial; // empty: derived at start-up
     LogLevel log_level = LogLevel::info;
     bool fault_no_response = false;

@@ -9,7 +9,10 @@
 //   - the allocator with an empty pool (only the block being reused), on
 //     a device of one chiplet and (printed apart) of four,
 //   - the allocator with 100,000 live blocks of mixed sizes on the same
-//     chiplet and stream, with a free hole after every third one.
+//     chiplet and stream, with a free hole after every third one;
+//   - both again with the repeat shortcut off (every pair merges and
+//     splits, DeviceAllocator::set_repeat_shortcut): what a pair costs when
+//     other requests come between the allocation and the next one.
 // Targets (issue 6): p50 at most 2x glibc's, under 100 ns for small
 // blocks; with 100,000 live blocks within 2x of the empty pool.  The
 // summary prints the ratios and says whether each target was met; nothing
@@ -150,10 +153,11 @@ void glibc_pair(benchmark::State& state) {
     });
 }
 
-void cached_pair(benchmark::State& state) {
+void cached_pair(benchmark::State& state, bool shortcut) {
     const auto size = static_cast<std::uint64_t>(state.range(0));
     auto a = make_allocator();
-    measure(state, "empty/" + size_name(size), [&] {
+    a->set_repeat_shortcut(shortcut);
+    measure(state, (shortcut ? "empty/" : "full/") + size_name(size), [&] {
         DeviceBlock b = a->allocate(size);
         benchmark::DoNotOptimize(b.device_va());
     });
@@ -170,9 +174,10 @@ void cached_pair_4chiplets(benchmark::State& state) {
     });
 }
 
-void cached_pair_live(benchmark::State& state) {
+void cached_pair_live(benchmark::State& state, bool shortcut) {
     const auto size = static_cast<std::uint64_t>(state.range(0));
     auto a = make_allocator();
+    a->set_repeat_shortcut(shortcut);
     // 100,000 live blocks of mixed sizes, a free hole after every third.
     static constexpr std::uint64_t kSizes[] = {512,     4 * KiB, 64 * KiB, 256 * KiB,
                                                2 * MiB, 512,     1536,     32 * KiB};
@@ -187,7 +192,7 @@ void cached_pair_live(benchmark::State& state) {
             live.push_back(std::move(b));
     }
     holes.clear();
-    measure(state, "live/" + size_name(size), [&] {
+    measure(state, (shortcut ? "live/" : "full_live/") + size_name(size), [&] {
         DeviceBlock b = a->allocate(size);
         benchmark::DoNotOptimize(b.device_va());
     });
@@ -199,10 +204,25 @@ void sizes(benchmark::internal::Benchmark* b) {
         b->Arg(s);
 }
 
+void cached_pair_shortcut(benchmark::State& state) {
+    cached_pair(state, true);
+}
+void cached_pair_full(benchmark::State& state) {
+    cached_pair(state, false);
+}
+void cached_pair_live_shortcut(benchmark::State& state) {
+    cached_pair_live(state, true);
+}
+void cached_pair_live_full(benchmark::State& state) {
+    cached_pair_live(state, false);
+}
+
 BENCHMARK(glibc_pair)->Apply(sizes);
-BENCHMARK(cached_pair)->Apply(sizes);
+BENCHMARK(cached_pair_shortcut)->Apply(sizes);
+BENCHMARK(cached_pair_full)->Apply(sizes);
 BENCHMARK(cached_pair_4chiplets)->Apply(sizes);
-BENCHMARK(cached_pair_live)->Apply(sizes);
+BENCHMARK(cached_pair_live_shortcut)->Apply(sizes);
+BENCHMARK(cached_pair_live_full)->Apply(sizes);
 
 // The same with a second thread alive (registered last: they run after the
 // ones above, which therefore see a process of one thread).
@@ -212,9 +232,9 @@ template <void (*Run)(benchmark::State&)> void two_threads(benchmark::State& sta
     Run(state);
 }
 BENCHMARK_TEMPLATE(two_threads, glibc_pair)->Apply(sizes);
-BENCHMARK_TEMPLATE(two_threads, cached_pair)->Apply(sizes);
+BENCHMARK_TEMPLATE(two_threads, cached_pair_shortcut)->Apply(sizes);
 BENCHMARK_TEMPLATE(two_threads, cached_pair_4chiplets)->Apply(sizes);
-BENCHMARK_TEMPLATE(two_threads, cached_pair_live)->Apply(sizes);
+BENCHMARK_TEMPLATE(two_threads, cached_pair_live_shortcut)->Apply(sizes);
 
 void summary(const char* mode, const std::string& pre) {
     const auto& r = results();
@@ -262,6 +282,17 @@ void summary(const char* mode, const std::string& pre) {
             continue;
         std::printf("%-7s empty pool of a 4-chiplet device: %.1f / %.1f ns, %.3f x glibc\n",
                     n.c_str(), f->p50, f->p99, f->p50 / g->p50);
+    }
+    for (const std::uint64_t s : {std::uint64_t{512}, 64 * KiB, 4 * MiB, 64 * MiB}) {
+        const std::string n = size_name(s);
+        const auto g = find("glibc", n);
+        const auto f = find("full", n);
+        const auto fl = find("full_live", n);
+        if (!g || !f || !fl)
+            continue;
+        std::printf("%-7s full path (no repeat shortcut): empty %.1f / %.1f ns, %.3f x glibc; "
+                    "100k live %.1f / %.1f ns, %.3f x empty\n",
+                    n.c_str(), f->p50, f->p99, f->p50 / g->p50, fl->p50, fl->p99, fl->p50 / f->p50);
     }
     std::printf("targets (%s): p50 <= 2x glibc, < 100 ns up to 64 KiB, 100k live <= 2x empty: "
                 "%s\n",

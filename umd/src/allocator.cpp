@@ -8,6 +8,25 @@
 // the best fit on the request's stream.  Blocks come from an arena with a
 // free list and set nodes are recycled (extract / insert of node handles),
 // so a cached alloc/free pair allocates no host memory.
+//
+// The repeat shortcut.  Freeing a block right after allocating it from the
+// cache restores the pools exactly: the block came from a free block X
+// whose neighbours were not free (free blocks merge), so it merges back
+// into a block with X's address, size and neighbours (or, unsplit, returns
+// as X).  The same request next then picks the same X again and is given
+// the same address.  So DeviceAllocator keeps that last allocation
+// (Repeat): a free of it parks the block instead of merging, and the same
+// request next takes it back.  Every statistic's current value is the same
+// after each such pair, and its peak is already reached (an earlier reset
+// of the peaks would have settled), so only the "allocated"/"freed" halves
+// owe something: Repeat counts the pairs and settle() adds them (and frees
+// a parked block for real) before anything else happens on the device:
+// another allocation or free, an event completing, empty_cache, reading or
+// resetting statistics.  Not with garbage collection (its clock counts
+// lookups), nor for a block that came from a new segment: its free leaves
+// the pools other than its request found them, and the same lookup may
+// then miss it (an oversize cached block first in best-fit order refuses a
+// smaller request, as it did before).
 
 #include <algorithm>
 #include <cassert>
@@ -205,6 +224,14 @@ public:
     unsigned npu() const noexcept { return npu_; }
     unsigned chiplet() const noexcept { return chiplet_; }
 
+    /// The statistics' halves of @r's pairs (free + allocate repeats).
+    void count_repeats(const DeviceAllocator::Repeat& r) noexcept;
+    /// Frees @b (allocated, no stream uses) into its pool for real.
+    void free_unused(Block* b) noexcept {
+        unallocate(b);
+        free_block(b);
+    }
+
     // ---- without the device mutex -----------------------------------------
 
     /// Returns the blocks whose fences are done to the pools.
@@ -376,6 +403,8 @@ private:
     /// worth it.
     Block* alloc_found_block(Block* b, const Params& p, std::uint64_t requested);
     void free_block(Block* b);
+    /// Marks @b free in the statistics (its space returns by free_block).
+    void unallocate(Block* b) noexcept;
     bool mergeable(const Block* b) const noexcept {
         return b != nullptr && !b->allocated && b->event_count == 0 && b->stream_uses.empty();
     }
@@ -534,6 +563,7 @@ void ChipletAllocator::synchronize_and_free_events(AllocLock& lock) {
     }
     local.clear(); // fences go without the mutex
     lock.lock();
+    device_.settle(); // another thread may have allocated meanwhile
     for (Block* b : done)
         if (--b->event_count == 0)
             free_block(b);
@@ -668,6 +698,10 @@ Block* ChipletAllocator::alloc_found_block(Block* b, const Params& p, std::uint6
     inc(&AllocatorStats::requested_bytes, t, requested);
     if (block->size >= max_split())
         inc(&AllocatorStats::oversize_allocations);
+    if (in_pool && device_.repeat_on_ && !gc_enabled())
+        device_.repeat_ = DeviceAllocator::Repeat{
+            block, this,       requested,    p.stream, block == b ? 0 : b->size,
+            0,     block != b, already_split};
     return block;
 }
 
@@ -765,13 +799,56 @@ void ChipletAllocator::free_block(Block* b) {
     dec(&AllocatorStats::requested_bytes, t, requested);
 }
 
-void ChipletAllocator::free(Block* block, AllocLock& lock) noexcept {
+inline void ChipletAllocator::unallocate(Block* block) noexcept {
     const StatType t = block->pool->type();
     block->allocated = false;
     dec(&AllocatorStats::allocation, t, 1);
     dec(&AllocatorStats::allocated_bytes, t, block->size);
     if (block->size >= max_split())
         dec(&AllocatorStats::oversize_allocations);
+}
+
+void ChipletAllocator::count_repeats(const DeviceAllocator::Repeat& r) noexcept {
+    if (r.pairs == 0)
+        return;
+    const auto k = static_cast<std::int64_t>(r.pairs);
+    const auto i = static_cast<std::size_t>(r.block->pool->type());
+    const auto n = static_cast<std::int64_t>(r.block->size);
+    // One pair: what free() then alloc_found_block() add to the halves.
+    const auto both = [&](StatArray AllocatorStats::*f, std::int64_t amount) {
+        (stats_.*f)[i].allocated += k * amount;
+        (stats_.*f)[i].freed += k * amount;
+    };
+    both(&AllocatorStats::allocation, 1);
+    both(&AllocatorStats::allocated_bytes, n);
+    both(&AllocatorStats::active, 1);
+    both(&AllocatorStats::active_bytes, n);
+    both(&AllocatorStats::requested_bytes, static_cast<std::int64_t>(r.size));
+    if (r.block->size >= max_split()) {
+        // A Stat of its own: the device keeps its halves too.
+        for (Stat* o : {&stats_.oversize_allocations, &device_.total_.oversize_allocations}) {
+            o->allocated += k;
+            o->freed += k;
+            if (!track_total_)
+                break;
+        }
+    }
+    // The split bookkeeping: the remainder of an unsplit block becomes an
+    // inactive split block and merges back; a split block shrinks by the
+    // allocation and grows back; an unsplit piece of a split segment
+    // leaves the inactive split blocks and comes back.
+    if (r.split && !r.was_split) {
+        both(&AllocatorStats::inactive_split, 1);
+        both(&AllocatorStats::inactive_split_bytes, static_cast<std::int64_t>(r.rest));
+    } else if (r.was_split) {
+        both(&AllocatorStats::inactive_split_bytes, n);
+        if (!r.split)
+            both(&AllocatorStats::inactive_split, 1);
+    }
+}
+
+void ChipletAllocator::free(Block* block, AllocLock& lock) noexcept {
+    unallocate(block);
     if (block->stream_uses.empty()) {
         // Nodes and spare blocks are reserved ahead, so this cannot throw.
         free_block(block);
@@ -821,6 +898,7 @@ void ChipletAllocator::complete(const std::vector<Block*>& done) {
     if (done.empty())
         return;
     const std::lock_guard<std::mutex> lock(device_.mutex_);
+    device_.settle();
     for (Block* b : done)
         if (--b->event_count == 0)
             free_block(b);
@@ -1079,6 +1157,7 @@ DeviceAllocator::DeviceAllocator(unsigned device_index, std::vector<AllocatorPla
 
 DeviceAllocator::~DeviceAllocator() {
     detail::AllocLock lock(mutex_);
+    settle();
     for (auto& c : chiplets_)
         c->release_all(lock);
 }
@@ -1138,12 +1217,39 @@ DeviceBlock DeviceAllocator::allocate(std::uint64_t size, StreamId stream, unsig
                         " bytes is larger than any device memory");
     c.process_events();
     detail::AllocLock lock(mutex_);
+    if (repeat_.parked && repeat_.size == size && repeat_.stream == stream &&
+        repeat_.chiplet == &c) {
+        repeat_.parked = false;
+        repeat_.pairs++;
+        repeat_.block->allocated = true;
+        return DeviceBlock(this, repeat_.block);
+    }
+    settle();
     return DeviceBlock(this, c.malloc(size, stream, lock));
 }
 
 void DeviceAllocator::free(detail::Block* block) noexcept {
     detail::AllocLock lock(mutex_);
+    if (block == repeat_.block && block->stream_uses.empty()) {
+        repeat_.parked = true;
+        block->allocated = false;
+        return;
+    }
+    settle();
     block->owner->free(block, lock);
+}
+
+void DeviceAllocator::settle_repeat() const noexcept {
+    const Repeat r = std::exchange(repeat_, Repeat{});
+    r.chiplet->count_repeats(r);
+    if (r.parked)
+        r.chiplet->free_unused(r.block);
+}
+
+void DeviceAllocator::set_repeat_shortcut(bool on) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
+    repeat_on_ = on;
 }
 
 void DeviceAllocator::record_stream(const DeviceBlock& block,
@@ -1161,6 +1267,7 @@ void DeviceAllocator::empty_cache() {
     for (auto& c : chiplets_)
         c->process_events();
     detail::AllocLock lock(mutex_);
+    settle();
     for (auto& c : chiplets_)
         c->release_cached_blocks(lock);
 }
@@ -1176,12 +1283,14 @@ void DeviceAllocator::set_memory_fraction(double fraction, unsigned place) {
 
 AllocatorStats DeviceAllocator::stats() const {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return detail::ChipletAllocator::device_view(*this);
 }
 
 AllocatorStats DeviceAllocator::stats(unsigned place) const {
     const detail::ChipletAllocator& c = chiplet(place);
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return c.view();
 }
 
@@ -1189,6 +1298,7 @@ void DeviceAllocator::snapshot(AllocatorStats& total, std::vector<AllocatorStats
     per.clear();
     per.reserve(chiplets_.size());
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     total = detail::ChipletAllocator::device_view(*this);
     for (const auto& c : chiplets_)
         per.push_back(c->view());
@@ -1196,27 +1306,32 @@ void DeviceAllocator::snapshot(AllocatorStats& total, std::vector<AllocatorStats
 
 std::uint64_t DeviceAllocator::memory_allocated() const {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return static_cast<std::uint64_t>(
         detail::ChipletAllocator::device_current(*this, &AllocatorStats::allocated_bytes));
 }
 std::uint64_t DeviceAllocator::memory_reserved() const {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return static_cast<std::uint64_t>(
         detail::ChipletAllocator::device_current(*this, &AllocatorStats::reserved_bytes));
 }
 std::uint64_t DeviceAllocator::max_memory_allocated() const {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return static_cast<std::uint64_t>(
         detail::ChipletAllocator::device_peak(*this, &AllocatorStats::allocated_bytes));
 }
 std::uint64_t DeviceAllocator::max_memory_reserved() const {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     return static_cast<std::uint64_t>(
         detail::ChipletAllocator::device_peak(*this, &AllocatorStats::reserved_bytes));
 }
 
 void DeviceAllocator::reset_peak_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     detail::ChipletAllocator::reset_peaks(total_);
     for (auto& c : chiplets_)
         c->reset_peaks();
@@ -1224,6 +1339,7 @@ void DeviceAllocator::reset_peak_memory_stats() {
 
 void DeviceAllocator::reset_accumulated_memory_stats() {
     const std::lock_guard<std::mutex> lock(mutex_);
+    settle();
     detail::reset_counters(total_);
     for (auto& c : chiplets_)
         c->reset_accumulated();

@@ -392,9 +392,39 @@ public:
     /// chiplet, MiB with one decimal, a total row, the retry/oom line.
     std::string memory_summary(const SummaryOptions& options = {}) const;
 
+    /// The repeat shortcut (on by default): when a block is freed right
+    /// after it was allocated from the cache, and the same request (size,
+    /// stream, place) comes next with nothing else in between, the
+    /// allocator hands the same block out again without merging and
+    /// splitting, and adds the statistics' "allocated"/"freed" halves of
+    /// those pairs when anything else happens (or the statistics are
+    /// read).  Every result (VAs, statistics, peaks, segments) is the one
+    /// of the full path; only the work differs.  Off: every pair takes the
+    /// full path (tests compare both; benchmarks report both).
+    void set_repeat_shortcut(bool on);
+
 private:
     friend class DeviceBlock;
     friend class detail::ChipletAllocator;
+    /// The last allocation while nothing else happened on the device since
+    /// (see "The repeat shortcut" in allocator.cpp).  Guarded by mutex_.
+    struct Repeat {
+        detail::Block* block = nullptr; ///< nullptr: none
+        detail::ChipletAllocator* chiplet = nullptr;
+        std::uint64_t size = 0; ///< the request as the caller gave it
+        StreamId stream = kDefaultStream;
+        std::uint64_t rest = 0;  ///< the remainder when the block was split off
+        std::uint64_t pairs = 0; ///< free + allocate repeats not yet counted
+        bool split = false;      ///< split off the cached block it came from
+        bool was_split = false;  ///< that block was a split one
+        bool parked = false;     ///< freed by the caller, not yet given back
+    };
+    /// Counts the repeats and gives a parked block back to its pool.
+    void settle() const noexcept {
+        if (repeat_.block != nullptr)
+            settle_repeat();
+    }
+    void settle_repeat() const noexcept;
     void free(detail::Block* block) noexcept;
     detail::ChipletAllocator& chiplet(unsigned place) const;
     /// The device's and every chiplet's statistics at one moment.
@@ -403,7 +433,9 @@ private:
     unsigned device_index_;
     AllocatorConfig config_;
     mutable std::mutex mutex_;
-    AllocatorStats total_; ///< guarded by mutex_
+    AllocatorStats total_;  ///< guarded by mutex_
+    mutable Repeat repeat_; ///< settled by the const readers too
+    bool repeat_on_ = true; ///< guarded by mutex_
     std::vector<std::unique_ptr<detail::ChipletAllocator>> chiplets_;
     std::atomic<unsigned> default_place_{0};
 };

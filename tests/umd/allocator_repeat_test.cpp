@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -243,6 +244,41 @@ TEST(AllocatorRepeat, ABlockFromANewSegmentIsLookedUpAgainAfterItsFree) {
     EXPECT_EQ(off_hbm[0]->allocs, 4)
         << "every request needs a segment of its own: revisit the test";
     EXPECT_EQ(on->memory_stats(), off->memory_stats());
+}
+
+// Several threads each repeating their own pair: the shortcut passes from
+// one to another under the device mutex, and the counts stay exact.
+TEST(AllocatorRepeat, ThreadsRepeatingPairsAtOnceLeaveExactCounts) {
+    std::vector<std::shared_ptr<FakeHbm>> hbm;
+    auto a = fake_allocator(hbm, 2);
+    constexpr int kThreads = 4;
+    constexpr int kPairs = 20000;
+    constexpr std::uint64_t kSizes[kThreads] = {512, 512, 64 * KiB, 3 * MiB};
+    std::vector<std::thread> threads;
+    threads.reserve(kThreads);
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&a, &kSizes, t] {
+            for (int i = 0; i < kPairs; i++) {
+                DeviceBlock b =
+                    a->allocate(kSizes[t], kDefaultStream, static_cast<unsigned>(t % 2));
+                if (i % 1000 == 0)
+                    (void)a->memory_allocated(); // a reader settles in between
+            }
+        });
+    }
+    for (std::thread& t : threads)
+        t.join();
+    const MemoryStats m = a->memory_stats();
+    EXPECT_EQ(m.at("allocation.all.current"), 0);
+    EXPECT_EQ(m.at("allocation.all.allocated"), kThreads * kPairs);
+    EXPECT_EQ(m.at("allocation.all.freed"), kThreads * kPairs);
+    EXPECT_EQ(m.at("allocated_bytes.all.allocated"), kPairs * i64(512 + 512 + 64 * KiB + 3 * MiB));
+    EXPECT_EQ(m.at("allocated_bytes.all.allocated"), m.at("allocated_bytes.all.freed"));
+    EXPECT_EQ(m.at("inactive_split.all.allocated"), m.at("inactive_split.all.freed"));
+    EXPECT_EQ(m.at("inactive_split.all.current"), 0) << "every split block merged back";
+    EXPECT_LE(m.at("allocation.all.peak"), kThreads);
+    a->empty_cache();
+    EXPECT_EQ(a->memory_reserved(), 0u);
 }
 
 // ---- the same operations with and without the shortcut ---------------------

@@ -501,6 +501,71 @@ TEST(OffloadFailure, AForkChildNeitherWritesNorSharesTheRing) {
     EXPECT_EQ(read_all(*resident), pattern(4096, 2));
 }
 
+// A fork() child (a data-loader worker, say) that drops its copies of
+// paged-out storages, at exit or before, must not take the parent's data
+// with them: the file's extents are the parent's.
+TEST(OffloadFailure, AForkChildDroppingItsCopiesLeavesTheParentsDataInTheFile) {
+    Card c;
+    TempDir dir;
+    auto scope = offload(dir.options());
+    auto paged = c.lazy(64 * 1024);
+    paged->write(0, pattern(64 * 1024, 5));
+    scope.offload_now();
+    ASSERT_TRUE(paged->host_paged_out());
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        paged.reset();
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_TRUE(read_all(*paged) == pattern(64 * 1024, 5))
+        << "the parent's paged-out data changed when the child dropped its copy";
+}
+
+// The child's copies are the storages as they were at the fork: what the
+// parent drops or writes anew afterwards does not reach them.
+TEST(OffloadFailure, AForkChildKeepsTheDataAsItWasAtTheFork) {
+    Card c;
+    TempDir dir;
+    auto scope = offload(dir.options());
+    auto dropped = c.lazy(64 * 1024);
+    auto rewritten = c.lazy(64 * 1024);
+    dropped->write(0, pattern(64 * 1024, 6));
+    rewritten->write(0, pattern(64 * 1024, 7));
+    scope.offload_now();
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(go[1]);
+        char byte = 0;
+        if (::read(go[0], &byte, 1) != 1)
+            ::_exit(30);
+        if (read_all(*dropped) != pattern(64 * 1024, 6))
+            ::_exit(31);
+        if (read_all(*rewritten) != pattern(64 * 1024, 7))
+            ::_exit(32);
+        ::_exit(0);
+    }
+    ::close(go[0]);
+    dropped.reset();
+    rewritten->write(0, pattern(64 * 1024, 8));
+    scope.offload_now();
+    ASSERT_TRUE(rewritten->host_paged_out());
+    ASSERT_EQ(::write(go[1], "x", 1), 1);
+    ::close(go[1]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "31: the dropped storage, 32: the rewritten one";
+    EXPECT_EQ(read_all(*rewritten), pattern(64 * 1024, 8));
+}
+
 TEST(OffloadFailure, AFailedReadBackThrowsAndTheNextUseTriesAgain) {
     Card c;
     TempDir dir;

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,37 @@ std::string bytes_text(std::uint64_t n) {
     return std::to_string(n) + (n == 1 ? " byte" : " bytes");
 }
 
+// Forks, as the parent sees them.  A fork() child shares the offload files
+// and holds copies of the storages as they were at the fork, so an extent
+// that existed at a fork may still be read by a child: the parent neither
+// punches it nor writes over it (HostRegion).  g_fork_epoch counts the
+// forks; g_fork_guard is held across each fork and across a punch, so a
+// punch that saw the old epoch is done before the child exists.  (A plain
+// mutex: the child makes it anew, which an rwlock held by the parent's
+// thread would not allow.)
+std::atomic<std::uint64_t> g_fork_epoch{0};
+pthread_mutex_t g_fork_guard = PTHREAD_MUTEX_INITIALIZER;
+
+void fork_prepare() noexcept {
+    (void)::pthread_mutex_lock(&g_fork_guard);
+}
+void fork_parent() noexcept {
+    g_fork_epoch.fetch_add(1, std::memory_order_relaxed);
+    (void)::pthread_mutex_unlock(&g_fork_guard);
+}
+void fork_child() noexcept {
+    (void)::pthread_mutex_init(&g_fork_guard, nullptr);
+}
+
+std::uint64_t fork_epoch() noexcept {
+    return g_fork_epoch.load(std::memory_order_relaxed);
+}
+
+void watch_forks() noexcept {
+    static const int registered = ::pthread_atfork(fork_prepare, fork_parent, fork_child);
+    (void)registered;
+}
+
 } // namespace
 
 namespace detail {
@@ -60,7 +92,9 @@ namespace detail {
 struct OffloadState {
     OffloadState(OffloadOptions opts, std::string location)
         : options(std::move(opts)), where(std::move(location)), owner(std::this_thread::get_id()),
-          pid(::getpid()) {}
+          pid(::getpid()) {
+        watch_forks();
+    }
     OffloadState(const OffloadState&) = delete;
     OffloadState& operator=(const OffloadState&) = delete;
     OffloadState(OffloadState&&) = delete;
@@ -181,11 +215,19 @@ struct OffloadState {
         return at;
     }
 
-    /// Gives the disk space of an extent back (best effort).
-    void release(std::uint64_t offset, std::uint64_t n) noexcept {
-        if (n != 0 && options.file.empty())
+    /// Gives the disk space of an extent written in fork epoch @epoch back
+    /// (best effort).  Not in a fork() child (the extents are the
+    /// parent's), nor for an extent a child forked since may read: its
+    /// space comes back when the file is closed by all.
+    void release(std::uint64_t offset, std::uint64_t n, std::uint64_t epoch) noexcept {
+        if (n == 0 || !options.file.empty() || forked())
+            return;
+        if (::pthread_mutex_lock(&g_fork_guard) != 0)
+            return;
+        if (epoch == fork_epoch()) // else a child forked since may read it
             (void)::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                               static_cast<off_t>(offset), static_cast<off_t>(n));
+        (void)::pthread_mutex_unlock(&g_fork_guard);
     }
 
     void fail(const Error& e) {
@@ -278,7 +320,7 @@ HostRegion::~HostRegion() {
         g_totals.bytes_paged_out.fetch_sub(nbytes_, std::memory_order_relaxed);
     }
     if (extent_)
-        scope_->release(*extent_, nbytes_);
+        scope_->release(*extent_, nbytes_, extent_epoch_);
 }
 
 std::byte* HostRegion::get(bool need_data) {
@@ -350,8 +392,12 @@ std::uint64_t HostRegion::offload_write(bool stale) {
         scope_->fail(e);
         throw e;
     }
-    if (!extent_)
+    if (!extent_ || extent_epoch_ != fork_epoch()) {
+        // A child forked since the extent was written may still read it:
+        // the new data goes to a new one.
         extent_ = scope_->allocate(nbytes_);
+        extent_epoch_ = fork_epoch();
+    }
     std::uint64_t done = 0;
     const int r = scope_->transfer(true, data_.get(), nbytes_, *extent_, &done);
     if (r < 0) {

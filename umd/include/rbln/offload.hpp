@@ -224,6 +224,7 @@ private:
     std::uint64_t nbytes_ = 0;
     std::unique_ptr<std::byte[]> data_;
     std::optional<std::uint64_t> extent_; ///< offset in the file, once written
+    std::uint64_t extent_epoch_ = 0;      ///< forks the process had made by then
     bool file_valid_ = false;             ///< the extent holds the current data
     std::uint64_t generation_ = 1;        ///< bumped at every change
 };

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,6 +39,41 @@ TEST(AllocatorKernel, SegmentsAreHbmBuffersOfTheChosenChiplet) {
     a->empty_cache();
     EXPECT_EQ(k->buffer_count(), 0u) << "GEM close";
     EXPECT_EQ(k->count(KernelOp::GemClose), 1);
+}
+
+// A fork() child shares the parent's open file and so its GEM handles: its
+// copy of the allocator must not close the parent's segments (empty_cache,
+// the out-of-memory path) nor make buffers in the parent's file.
+TEST(AllocatorKernel, AForkChildNeitherClosesTheParentsSegmentsNorMakesNewOnes) {
+    auto k = std::make_shared<FakeKernel>();
+    auto a = DeviceAllocator::for_kernels(0, {{0, k}});
+    DeviceBlock x = a->allocate(1000);
+    x.reset(); // one cached segment
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        a->empty_cache();
+        if (k->count(KernelOp::GemClose) != 0 || k->buffer_count() != 1)
+            ::_exit(10);
+        try {
+            (void)a->allocate(64 * MiB);
+            ::_exit(11);
+        } catch (const Error& e) {
+            if (e.code() != Errc::BadFork ||
+                std::string(e.what()).find("spawn") == std::string::npos)
+                ::_exit(12);
+        }
+        if (k->count(KernelOp::BoCreate) != 1)
+            ::_exit(13);
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "10: closed a segment, 11/12: no BadFork, 13: made one";
+    EXPECT_EQ(a->memory_reserved(), 2 * MiB);
+    a->empty_cache();
+    EXPECT_EQ(k->count(KernelOp::GemClose), 1) << "the parent still gives it back";
 }
 
 TEST(AllocatorKernel, AFullChipletIsATypedOutOfMemoryNamingIt) {

@@ -13,6 +13,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -160,6 +163,53 @@ TEST(VmMemory, PlacingATensorAllocatesNothingAndOneDeviceAddDoes) {
     EXPECT_EQ(alloc.memory_allocated(), 3u * 128 * 128 * 2) << "three committed storages";
     EXPECT_GE(alloc.memory_reserved(), alloc.memory_allocated());
     EXPECT_EQ(alloc.max_memory_allocated(), alloc.memory_allocated());
+}
+
+/// One fp16 add of 128x128 tensors on card 0, checked against the host.
+void add_on_the_card(int seed) {
+    const std::vector<float> xa = small_ints(128 * 128, seed);
+    const std::vector<float> xb = small_ints(128 * 128, seed + 1);
+    auto a = tensor(0, {128, 128}, ElementType::Fp16);
+    auto b = tensor(0, {128, 128}, ElementType::Fp16);
+    const auto ha = halves(xa);
+    const auto hb = halves(xb);
+    ops::from_host(a, std::as_bytes(std::span(ha)));
+    ops::from_host(b, std::as_bytes(std::span(hb)));
+    auto sum = tensor(0, {128, 128}, ElementType::Fp16);
+    Stream s = Device::get(0)->default_stream();
+    ops::add(s, sum, a, b);
+    const std::vector<float> got = read_half(sum);
+    for (std::size_t i = 0; i < got.size(); i++)
+        ASSERT_EQ(got[i], xa[i] + xb[i]) << i;
+}
+
+// A fork() child shares the parent's open file, so a GEM close from its
+// copy of the caching allocator would take the parent's cached segments
+// away (the parent's next jobs naming them would fail).
+TEST(VmMemory, AForkChildsEmptyCacheLeavesTheParentsCachedMemoryUsable) {
+    REQUIRE_CARDS(1u);
+    DeviceAllocator& alloc = process_allocator(0);
+    add_on_the_card(1); // its storages go: their segment stays cached
+    const std::uint64_t reserved = alloc.memory_reserved();
+    ASSERT_GT(reserved, 0u);
+    ASSERT_EQ(alloc.memory_allocated(), 0u);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        try {
+            process_allocator(0).empty_cache();
+        } catch (...) {
+            ::_exit(2);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(alloc.memory_reserved(), reserved);
+    add_on_the_card(5);
+    EXPECT_EQ(alloc.memory_reserved(), reserved) << "the cached segments served it";
 }
 
 TEST(VmOffload, InputsPagedOutToAFileReachTheCardExactlyAndTheResultComesBack) {

@@ -42,6 +42,8 @@
 #define RBLN_HAVE_SINGLE_THREADED 1
 #endif
 
+#include <unistd.h>
+
 #include "drm/rbln_accel.h"
 #include "rbln/allocator.hpp"
 
@@ -1063,9 +1065,14 @@ KernelSegmentProvider::KernelSegmentProvider(
     std::shared_ptr<KernelInterface> kernel, unsigned chiplet, std::uint64_t capacity,
     std::function<std::optional<std::uint64_t>()> free_probe)
     : kernel_(std::move(kernel)), chiplet_(chiplet), capacity_(capacity),
-      free_probe_(std::move(free_probe)) {}
+      free_probe_(std::move(free_probe)), pid_(::getpid()) {}
 
 std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
+    if (::getpid() != pid_)
+        throw Error(Errc::BadFork, "allocate", kernel_->path(), 0,
+                    "this is a fork() child of the process whose caching allocator this is: "
+                    "its device memory is the parent's; use the spawn start method and "
+                    "allocate in the new process");
     try {
         const BoHandle bo = kernel_->bo_create(BoCreateArgs{size, RBLN_REGION_HBM, chiplet_, 0});
         return Segment{bo.handle, bo.device_va, size};
@@ -1077,6 +1084,8 @@ std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
 }
 
 void KernelSegmentProvider::release(const Segment& segment) noexcept {
+    if (::getpid() != pid_)
+        return; // the parent's handle, in the open file the child shares
     try {
         kernel_->gem_close(segment.handle);
     } catch (...) { // NOLINT(bugprone-empty-catch)

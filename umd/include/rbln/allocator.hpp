@@ -141,6 +141,9 @@ public:
 };
 
 /// Segments = RBLN_BO_CREATE(region HBM, @chiplet) buffers; release = GEM close.
+/// In a fork() child (which shares the parent's open file, and so its GEM
+/// handles) it makes no buffer (Errc::BadFork) and closes none: the
+/// segments are the parent's.
 class KernelSegmentProvider final : public SegmentProvider {
 public:
     /// @free_probe (optional) reads the chiplet's free HBM, e.g. from sysfs
@@ -162,6 +165,7 @@ private:
     unsigned chiplet_;
     std::uint64_t capacity_;
     std::function<std::optional<std::uint64_t>()> free_probe_;
+    long pid_; ///< the process that made it
 };
 
 /// Identifies a stream to the allocator: blocks are reused only by

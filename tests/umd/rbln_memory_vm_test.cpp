@@ -26,10 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "drm/rbln_accel.h"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/explain.hpp"
+#include "rbln/kernel.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/ops.hpp"
 #include "rbln/storage.hpp"
@@ -210,6 +212,37 @@ TEST(VmMemory, AForkChildsEmptyCacheLeavesTheParentsCachedMemoryUsable) {
     EXPECT_EQ(alloc.memory_reserved(), reserved);
     add_on_the_card(5);
     EXPECT_EQ(alloc.memory_reserved(), reserved) << "the cached segments served it";
+}
+
+// The same one level down: whatever a child drops (a pinned block, a
+// stream, a syncobj) must not close the parent's handles in the open file
+// they share.
+TEST(VmMemory, AForkChildDestroysNoneOfTheParentsHandles) {
+    REQUIRE_CARDS(1u);
+    KernelInterface& k = Device::get(0)->kernel();
+    const BoHandle bo = k.bo_create(BoCreateArgs{4096, RBLN_REGION_HOST, 0, 0});
+    const std::uint32_t queue = k.queue_create(1, 0);
+    const std::uint32_t syncobj = k.syncobj_create(0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        try {
+            k.gem_close(bo.handle);
+            k.queue_destroy(queue);
+            k.syncobj_destroy(syncobj);
+        } catch (...) {
+            ::_exit(2);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's calls return quietly";
+    EXPECT_EQ(k.bo_info(bo.handle).size, 4096u) << "the buffer is still the parent's";
+    EXPECT_NO_THROW(k.queue_destroy(queue));
+    EXPECT_NO_THROW(k.syncobj_destroy(syncobj));
+    EXPECT_NO_THROW(k.gem_close(bo.handle));
 }
 
 TEST(VmOffload, InputsPagedOutToAFileReachTheCardExactlyAndTheResultComesBack) {

@@ -285,7 +285,12 @@ TelemetrySample query_telemetry(KernelInterface& kernel) {
 }
 
 KernelDevice::KernelDevice(Key /*key*/, detail::UniqueFd fd, std::string path, DrmVersion version)
-    : fd_(std::move(fd)), path_(std::move(path)), version_(std::move(version)) {}
+    : fd_(std::move(fd)), path_(std::move(path)), version_(std::move(version)),
+      opener_(::getpid()) {}
+
+bool KernelDevice::in_child() const noexcept {
+    return ::getpid() != opener_;
+}
 
 KernelDevice::~KernelDevice() = default;
 
@@ -359,6 +364,8 @@ BoHandle KernelDevice::bo_userptr(void* addr, std::uint64_t size, std::uint32_t 
 }
 
 void KernelDevice::gem_close(std::uint32_t handle) {
+    if (in_child())
+        return;
     drm_gem_close args{};
     args.handle = handle;
     ioctl_or_throw(fd_.get(), DRM_IOCTL_GEM_CLOSE, args, KernelOp::GemClose, path_);
@@ -386,6 +393,8 @@ std::uint32_t KernelDevice::queue_create(std::uint32_t chiplet_mask, std::uint32
 }
 
 void KernelDevice::queue_destroy(std::uint32_t queue_id) {
+    if (in_child())
+        return;
     drm_rbln_queue_destroy args{};
     args.queue_id = queue_id;
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_QUEUE_DESTROY, args, KernelOp::QueueDestroy, path_);
@@ -442,6 +451,8 @@ std::uint32_t KernelDevice::syncobj_create(std::uint32_t flags) {
 }
 
 void KernelDevice::syncobj_destroy(std::uint32_t handle) {
+    if (in_child())
+        return;
     if (drmSyncobjDestroy(fd_.get(), handle) != 0)
         throw kernel_error(KernelOp::SyncobjDestroy, path_, errno);
 }

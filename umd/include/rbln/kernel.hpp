@@ -208,6 +208,12 @@ DeviceIdentity query_device_identity(KernelInterface& kernel);
 TelemetrySample query_telemetry(KernelInterface& kernel);
 
 /// The real /dev/accel/accelN.
+///
+/// In a fork() child of the process that opened it, gem_close,
+/// queue_destroy and syncobj_destroy do nothing: the child shares the open
+/// file, so the handles are the parent's, and a copy of a librbln object
+/// dropped in the child (a pinned block, a stream) must not take them
+/// away; the kernel frees them when the last descriptor is closed.
 class KernelDevice final : public KernelInterface {
     struct Key {
         explicit Key() = default;
@@ -240,9 +246,13 @@ public:
     int fd() const noexcept { return fd_.get(); }
 
 private:
+    /// In a fork() child of the opener (see the class comment).
+    bool in_child() const noexcept;
+
     detail::UniqueFd fd_;
     std::string path_;
     DrmVersion version_;
+    long opener_; ///< the process that opened it
 };
 
 /// How discovery opens a node; tests substitute a fake.

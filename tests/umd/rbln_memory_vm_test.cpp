@@ -167,6 +167,27 @@ TEST(VmMemory, PlacingATensorAllocatesNothingAndOneDeviceAddDoes) {
     EXPECT_EQ(alloc.max_memory_allocated(), alloc.memory_allocated());
 }
 
+/// Runs @body in a fork() child: 0 if it returned, 2 if it threw, -1 if
+/// the child did not exit.
+template <typename F> int in_child(F body) {
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int rc = 0;
+        try {
+            body();
+        } catch (...) {
+            rc = 2;
+        }
+        ::_exit(rc);
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
 /// One fp16 add of 128x128 tensors on card 0, checked against the host.
 void add_on_the_card(int seed) {
     const std::vector<float> xa = small_ints(128 * 128, seed);
@@ -195,20 +216,7 @@ TEST(VmMemory, AForkChildsEmptyCacheLeavesTheParentsCachedMemoryUsable) {
     const std::uint64_t reserved = alloc.memory_reserved();
     ASSERT_GT(reserved, 0u);
     ASSERT_EQ(alloc.memory_allocated(), 0u);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        try {
-            process_allocator(0).empty_cache();
-        } catch (...) {
-            ::_exit(2);
-        }
-        ::_exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(in_child([] { process_allocator(0).empty_cache(); }), 0);
     EXPECT_EQ(alloc.memory_reserved(), reserved);
     add_on_the_card(5);
     EXPECT_EQ(alloc.memory_reserved(), reserved) << "the cached segments served it";
@@ -223,22 +231,13 @@ TEST(VmMemory, AForkChildDestroysNoneOfTheParentsHandles) {
     const BoHandle bo = k.bo_create(BoCreateArgs{4096, RBLN_REGION_HOST, 0, 0});
     const std::uint32_t queue = k.queue_create(1, 0);
     const std::uint32_t syncobj = k.syncobj_create(0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        try {
-            k.gem_close(bo.handle);
-            k.queue_destroy(queue);
-            k.syncobj_destroy(syncobj);
-        } catch (...) {
-            ::_exit(2);
-        }
-        ::_exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's calls return quietly";
+    EXPECT_EQ(in_child([&] {
+                  k.gem_close(bo.handle);
+                  k.queue_destroy(queue);
+                  k.syncobj_destroy(syncobj);
+              }),
+              0)
+        << "the child's calls return quietly";
     EXPECT_EQ(k.bo_info(bo.handle).size, 4096u) << "the buffer is still the parent's";
     EXPECT_NO_THROW(k.queue_destroy(queue));
     EXPECT_NO_THROW(k.syncobj_destroy(syncobj));

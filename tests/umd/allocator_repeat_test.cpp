@@ -429,8 +429,8 @@ TEST_P(AllocatorRepeatTwin, GivesTheSameBlocksSegmentsAndStatisticsAsTheFullPath
         } else {
             ASSERT_EQ(on_.alloc->max_memory_allocated(), off_.alloc->max_memory_allocated())
                 << "op " << op;
-            expect_same_stats(on_, off_, op);
-            expect_same_segments(on_, off_, op);
+            ASSERT_NO_FATAL_FAILURE(expect_same_stats(on_, off_, op));
+            ASSERT_NO_FATAL_FAILURE(expect_same_segments(on_, off_, op));
         }
         if (on_.live.size() > 400) {
             for (Side* s : {&on_, &off_})

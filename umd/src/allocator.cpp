@@ -1084,8 +1084,6 @@ std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
 }
 
 void KernelSegmentProvider::release(const Segment& segment) noexcept {
-    if (::getpid() != pid_)
-        return; // the parent's handle, in the open file the child shares
     try {
         kernel_->gem_close(segment.handle);
     } catch (...) { // NOLINT(bugprone-empty-catch)

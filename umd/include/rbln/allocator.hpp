@@ -142,8 +142,8 @@ public:
 
 /// Segments = RBLN_BO_CREATE(region HBM, @chiplet) buffers; release = GEM close.
 /// In a fork() child (which shares the parent's open file, and so its GEM
-/// handles) it makes no buffer (Errc::BadFork) and closes none: the
-/// segments are the parent's.
+/// handles) it makes no buffer (Errc::BadFork); KernelDevice's gem_close
+/// does nothing there, so the parent's segments stay.
 class KernelSegmentProvider final : public SegmentProvider {
 public:
     /// @free_probe (optional) reads the chiplet's free HBM, e.g. from sysfs

@@ -4,7 +4,8 @@
 #  - a command's exit status comes back as the runner's;
 #  - a failing command fails the run;
 #  - a kernel WARN in the guest fails a run whose command succeeded;
-#  - no emulator, QEMU or shm file is left behind.
+#  - no emulator, QEMU, shm file or runtime directory is left behind;
+#  - long-path.sh: the runner from a checkout path of 150 bytes or more.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm="$top/tools/vm/rbln-vm"
@@ -28,7 +29,9 @@ tag=$(printf '%s' "$top" | cksum | cut -d' ' -f1)
 leftovers() {
 	local n
 	n=$(ls /dev/shm 2>/dev/null | grep -c "^rbln-vm-$tag-")
-	n=$((n + $(pgrep -fc "rbln-emu --family .*--socket $top/build/vm-runs/" || true)))
+	n=$((n + $(pgrep -fc "rbln-emu --family .*--guest-ram /dev/shm/rbln-vm-$tag-" || true)))
+	n=$((n + $(compgen -G "/tmp/rbln-vm-$tag.*" | wc -l)))
+	[ -z "${XDG_RUNTIME_DIR:-}" ] || n=$((n + $(compgen -G "$XDG_RUNTIME_DIR/rbln-vm-$tag.*" | wc -l)))
 	echo "$n"
 }
 
@@ -47,7 +50,10 @@ make -s -C "/lib/modules/$kver/build" M="$top/build/runner-warn" modules >/dev/n
 "$vm" -q --timeout 120 -- insmod "$warn_ko"
 check "a kernel WARN in the guest fails the run" 126 $?
 
-check "no emulator or shm file left behind" "$before" "$(leftovers)"
+check "no emulator, shm file or runtime directory left behind" "$before" "$(leftovers)"
+
+"$top/tests/runner/long-path.sh"
+check "the runner works from a checkout path of 150 bytes or more" 0 $?
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -8,7 +8,11 @@ kver=$1
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# Runs started at once may rebuild the same initramfs: each writes its own
+# file next to OUT and renames it into place.
+part=""
+trap 'rm -rf "$tmp" ${part:+"$part"}' EXIT
+part=$(mktemp "$out.XXXXXX")
 
 mkdir -p "$tmp"/{bin,dev,proc,sys,host,lib/modules}
 cp /bin/busybox "$tmp/bin/busybox"
@@ -24,5 +28,6 @@ for m in netfs 9pnet 9pnet_virtio 9p; do
 	*) cp "$f" "$tmp/lib/modules/$m.ko" ;;
 	esac
 done
-(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$out.tmp"
-mv "$out.tmp" "$out"
+(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$part"
+chmod 0644 "$part"
+mv "$part" "$out"

@@ -95,9 +95,10 @@ wait_for_qemu() {
 # were bound (their emulators answered on the ivshmem sockets), that both
 # control ports are there (QEMU's chardev sockets connected), and that the
 # cwd is the long checkout (the guest's 9p root with the /tmp bind).
-cmd='test -c /dev/accel/accel0 && test -c /dev/accel/accel1 &&
-	test -e /dev/virtio-ports/rbln-emu.0 && test -e /dev/virtio-ports/rbln-emu.1 &&
-	test -f kernel/rbln.ko && test -f tools/vm/rbln-vm'
+# (One line: make's recipe takes CMD in single quotes.)
+cmd='test -c /dev/accel/accel0 && test -c /dev/accel/accel1'
+cmd+=' && test -e /dev/virtio-ports/rbln-emu.0 && test -e /dev/virtio-ports/rbln-emu.1'
+cmd+=' && test -f kernel/rbln.ko && test -f tools/vm/rbln-vm'
 (cd "$long" && exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS XDG_RUNTIME_DIR="$xdg" \
 	make -s -o all vm CARDS=2 CMD="$cmd" VMARGS="-q --timeout 180") &
 bg=$!

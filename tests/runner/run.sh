@@ -28,7 +28,7 @@ check() { # name expected-rc actual-rc
 tag=$(printf '%s' "$top" | cksum | cut -d' ' -f1)
 leftovers() {
 	local n
-	n=$(ls /dev/shm 2>/dev/null | grep -c "^rbln-vm-$tag-")
+	n=$(compgen -G "/dev/shm/rbln-vm-$tag-*" | wc -l)
 	n=$((n + $(pgrep -fc "rbln-emu --family .*--guest-ram /dev/shm/rbln-vm-$tag-" || true)))
 	n=$((n + $(compgen -G "/tmp/rbln-vm-$tag.*" | wc -l)))
 	[ -z "${XDG_RUNTIME_DIR:-}" ] || n=$((n + $(compgen -G "$XDG_RUNTIME_DIR/rbln-vm-$tag.*" | wc -l)))

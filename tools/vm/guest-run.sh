@@ -19,6 +19,35 @@ finish() {
 
 say() { echo "rbln-vm: $*"; }
 
+dbg=/sys/kernel/debug
+# A kernel with DMA-API debugging prints only its first error unless told
+# otherwise; error_count counts them all (read by debug_checks).
+[ -w "$dbg/dma-api/all_errors" ] && echo 1 > "$dbg/dma-api/all_errors"
+
+# The debug kernel's end-of-run checks (rbln-vm --debug-kernel; rbln-vm
+# reads the files and fails the run): unload rbln.ko, so that its remove
+# path runs under the checkers and nothing it leaked stays referenced;
+# then two kmemleak scans a few seconds apart (an object is reported once
+# it has stayed unreferenced across scans); then the DMA-API error count.
+debug_checks() {
+	[ "${RBLN_VM_CHECKS:-0}" = 1 ] || return 0
+	local t0=$SECONDS
+	if grep -q '^rbln ' /proc/modules && ! rmmod rbln 2> "$res/unload.txt"; then
+		say "rmmod rbln failed: $(cat "$res/unload.txt")"
+		grep '^rbln ' /proc/modules >> "$res/unload.txt"
+	else
+		rm -f "$res/unload.txt"
+	fi
+	if [ -w "$dbg/kmemleak" ]; then
+		echo scan > "$dbg/kmemleak"
+		sleep 5
+		echo scan > "$dbg/kmemleak"
+		cat "$dbg/kmemleak" > "$res/kmemleak.txt"
+	fi
+	[ -r "$dbg/dma-api/error_count" ] && cat "$dbg/dma-api/error_count" > "$res/dma-api-errors"
+	say "debug checks took $((SECONDS - t0))s"
+}
+
 # Dependencies of rbln.ko come from the VM kernel's own modules.
 if [ "$RBLN_VM_DKMS" = 1 ]; then
 	modprobe rbln $RBLN_VM_MODPARAMS || { say "modprobe rbln (DKMS) failed"; finish 125; }
@@ -42,4 +71,6 @@ fi
 say "command starts at uptime $(cut -d" " -f1 /proc/uptime)s"
 cd "$RBLN_VM_CWD" 2>/dev/null || cd /
 bash "$RBLN_RUN/cmd.sh"
-finish $?
+rc=$?
+debug_checks
+finish $rc

@@ -2,7 +2,9 @@
 # The one entry point of rbln.  See README.md.
 #
 #   make               kernel module, librbln, tools and tests
-#   make test          dependencies, lint, host unit tests, fuzzing, VM tests
+#   make test          dependencies, lint, host unit tests, fuzzing, VM tests,
+#                      VM tests on the debug kernel (KASAN, lockdep, kmemleak)
+#   make test-debug    every VM step on the debug kernel
 #   make demo          dependencies, build, rbln-smi + workload in the VM
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)
@@ -31,12 +33,12 @@ VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
 .PHONY: all deps kernel userspace test demo bench bench-sqpoll vm dkms-install install lint \
-        lint-kernel lint-user test-host test-vm fuzz clean help
+        lint-kernel lint-user test-host test-vm test-vm-debug test-debug fuzz clean help
 
 all: kernel userspace
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/scripts/install-deps.sh >/dev/null
@@ -70,7 +72,15 @@ fuzz:
 
 # Everything that needs the kernel module and the emulated card.
 test-vm: kernel userspace
-	$(TOP)/tools/scripts/test-vm.sh
+	$(TOP)/tools/scripts/test-vm.sh production
+
+# The same on the debug kernel (tools/scripts/build-debug-kernel.sh, built
+# once and cached): make test's subset, and test-debug's every step.
+test-vm-debug: kernel userspace
+	$(TOP)/tools/scripts/test-vm.sh debug
+
+test-debug: kernel userspace
+	$(TOP)/tools/scripts/test-vm.sh debug-full
 
 # Each phase's wall time is printed (and summed at the end), to keep the
 # whole run well inside CI's budget (30 minutes on 2 cores).  clang-tidy,
@@ -90,7 +100,7 @@ test: deps $(CMAKE_B)/CMakeCache.txt
 		exec nice -n 19 "$$0" "$$1"' $(TOP)/tools/scripts/lint-user.sh \
 		$(CMAKE_B) > $$log 2>&1 & tidy=$$!; \
 	trap 'kill -- -'$$tidy' '$$tidy' 2>/dev/null' EXIT; \
-	for phase in all test-host fuzz test-vm; do \
+	for phase in all test-host fuzz test-vm test-vm-debug; do \
 		t=$$(date +%s); $(MAKE) $$phase; \
 		times="$$times $$phase $$(( $$(date +%s) - t ))s"; \
 	done; \

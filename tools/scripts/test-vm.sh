@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The VM tier of `make test`: every case boots the VM kernel with emulated
-# cards and rbln.ko from the build tree (or DKMS once).
+# cards and rbln.ko from the build tree (or DKMS once); the debug tier (at
+# the end) boots a KASAN + lockdep + kmemleak + DMA-API-debug kernel.
+#   test-vm.sh [all|production|debug|debug-full]   (default all =
+#   production + debug; debug-full: the debug tier with every VM step)
 set -uo pipefail
+tier=${1:-all}
+case "$tier" in all|production|debug|debug-full) ;;
+*) echo "usage: test-vm.sh [all|production|debug|debug-full]" >&2; exit 2 ;;
+esac
+section=production	# the tier of the steps that follow
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm="$top/tools/vm/rbln-vm"
 ksft="$top/build/cmake/tests/kselftest"
@@ -17,6 +25,10 @@ failed=()
 step() { # name, then the command
 	local name=$1 t0 rc
 	shift
+	case "$tier/$section" in
+	all/production|all/debug|production/production|debug/debug|debug-full/debug*) ;;
+	*) return 0 ;;
+	esac
 	echo "=== $name"
 	t0=$(date +%s)
 	"$@"
@@ -69,6 +81,55 @@ step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
 	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;
 	 rc=\$?; '$top/kernel/dkms-install.sh' --remove >/dev/null; exit \$rc"
+
+# --- the debug-kernel tier --------------------------------------------------
+# The kernel of tools/scripts/debug-kernel.config (KASAN, lockdep, kmemleak,
+# DMA-API debug, KFENCE, DEBUG_LIST, atomic-sleep checks): rbln-vm
+# --debug-kernel fails a run on any report, WARN or BUG in the guest log, on
+# a kmemleak unreferenced object (two scans after the command and rbln.ko's
+# unload) and on a non-zero DMA-API error count.  KASAN makes the guest 4-10x
+# slower: only the runner's --timeout grows here (2-3x the production
+# steps'); no job timeout needed raising.  Built once per machine and config
+# (a fresh clone: ~13 min on two idle cores), then cached under build/.
+# `make test` runs every kselftest once, the librbln VM tests and the uAPI
+# fuzzer with card faults; debug-full (make test-debug) adds the 2-ATOM
+# kselftests, the 4-ATOM firmware-1.2 step and the longer fuzz runs.
+section=debug
+dbgvm=("$vm" -q --debug-kernel)
+step "debug kernel, and rbln.ko against it (built once per config, then cached)" \
+	"$top/tools/scripts/build-debug-kernel.sh"
+if [ "$section" = debug ] && ! "$top/tools/scripts/build-debug-kernel.sh" --print >/dev/null; then
+	# no kernel: nothing below can run (and already failed above)
+	section=none
+fi
+step "debug kernel: kselftests, 1 Rebel100 card" \
+	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- "$top/tests/kselftest/run.sh" "$ksft"
+step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
+	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
+	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
+	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
+	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
+step "debug kernel: uAPI fuzzing, 30 s with card faults, 1 Rebel100 card" bash -c \
+	"'$top/tools/scripts/fuzz.sh' --build-only &&
+	 '$vm' -q --debug-kernel --timeout 900 --cpu max --modparams job_timeout_ms=200 -- \
+	 '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 30 faults"
+[ "$section" = debug ] && section=debug-extra	# debug-full only
+step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
+	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
+	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+step "debug kernel: librbln logical devices and fork, 4 ATOM cards of firmware-iface 1.2" \
+	"${dbgvm[@]}" --timeout 1200 --cards 4 --family atom --hbm 128M --modparams "$jobparams" \
+	--emu-arg --iface-minor=2 -- bash -c \
+	"'$top/build/cmake/tests/umd/rbln_umd_devices_vm_tests' &&
+	 '$top/build/cmake/tests/kselftest/rbln_submit_fault_test' \
+		-t mmu_fault_fails_the_job_and_every_later_job_of_the_client \
+		-t jobs_already_on_the_rings_behind_a_fault_fail_too &&
+	 '$top/build/cmake/tests/kselftest/rbln_release_test'"
+step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
+	"'$top/tools/scripts/fuzz.sh' --build-only &&
+	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \
+	 \"'$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 &&
+	  '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 45 faults+client\""
 
 echo
 echo "vm-tests: $pass passed, $fail failed"

@@ -102,6 +102,8 @@ if [ "$section" = debug ] && ! "$top/tools/scripts/build-debug-kernel.sh" --prin
 	# no kernel: nothing below can run (and already failed above)
 	section=none
 fi
+step "debug kernel: its checkers fail a run on a leak (kmemleak) and a use-after-free (KASAN)" \
+	"$top/tests/runner/debug-checks.sh"
 step "debug kernel: kselftests, 1 Rebel100 card" \
 	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- "$top/tests/kselftest/run.sh" "$ksft"
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \

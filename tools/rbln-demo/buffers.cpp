@@ -12,9 +12,10 @@ DeviceBuffer::DeviceBuffer(KernelInterface& kernel, std::uint64_t size, std::uin
     : kernel_(kernel) {
     BoCreateArgs args;
     args.size = size;
-    args.region = region;
+    // RBLN_REGION_* / RBLN_BO_* values: librbln's enums carry the uAPI's.
+    args.region = static_cast<Region>(region);
     args.chiplet = chiplet;
-    args.flags = flags;
+    args.flags = static_cast<BoFlags>(flags);
     bo_ = kernel_.bo_create(args);
     if (!map)
         return;
@@ -44,7 +45,7 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 DeviceQueue::DeviceQueue(KernelInterface& kernel, std::uint32_t chiplet_mask)
-    : kernel_(kernel), id_(kernel.queue_create(chiplet_mask, RBLN_QUEUE_PRIORITY_NORMAL)) {}
+    : kernel_(kernel), id_(kernel.queue_create(chiplet_mask, QueuePriority::Normal)) {}
 
 DeviceQueue::~DeviceQueue() {
     try {

@@ -77,11 +77,11 @@ public:
         const BoDescription d = kernel.bo_info(h.handle);
         mem_[h.handle] =
             Mem{h.device_va, h.size, static_cast<std::byte*>(kernel.mmap(d.mmap_offset, h.size)),
-                (a.flags & RBLN_BO_DEVICE_READ_ONLY) != 0};
+                has(a.flags, BoFlags::DeviceReadOnly)};
         return h;
     }
     BoDescription bo_info(std::uint32_t handle) override { return kernel.bo_info(handle); }
-    BoHandle bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) override {
+    BoHandle bo_userptr(void* addr, std::uint64_t size, UserptrFlags flags) override {
         return kernel.bo_userptr(addr, size, flags);
     }
     void gem_close(std::uint32_t handle) override {
@@ -92,7 +92,7 @@ public:
         return kernel.mmap(offset, size);
     }
     void munmap(void* addr, std::size_t size) override { kernel.munmap(addr, size); }
-    std::uint32_t queue_create(std::uint32_t mask, std::uint32_t priority) override {
+    std::uint32_t queue_create(std::uint32_t mask, QueuePriority priority) override {
         return kernel.queue_create(mask, priority);
     }
     void queue_destroy(std::uint32_t id) override { kernel.queue_destroy(id); }

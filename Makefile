@@ -5,7 +5,7 @@
 #   make test          dependencies, lint, host unit tests, fuzzing, VM tests,
 #                      VM tests on the debug kernel (KASAN, lockdep, kmemleak)
 #   make test-debug    every VM step on the debug kernel
-#   make demo          dependencies, build, rbln-smi + workload in the VM
+#   make demo          deps, build, then rbln-smi + a workload in the VM (quiet)
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)
 #   make fuzz          libFuzzer targets, ASan + UBSan (FUZZ_SECONDS per target)
@@ -109,10 +109,11 @@ test: deps $(CMAKE_B)/CMakeCache.txt
 	times="$$times clang-tidy $$(( $$(date +%s) - tidy_start ))s (beside them; waited $$(( $$(date +%s) - t ))s for it)"; \
 	echo "make test: passed in $$(( $$(date +%s) - start ))s (after deps):$$times"
 
-demo: deps
-	$(MAKE) all
-	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
-		$(TOP)/tools/scripts/demo.sh $(SMI)
+# The story for a newcomer (tools/scripts/demo.sh): deps, the kernel module
+# and user space one line each (logs in build/logs/), then the VM.
+demo:
+	@CARDS=$(CARDS) FAMILY=$(FAMILY) HBM=$(HBM) VMARGS="$(VMARGS)" JOBS=$(JOBS) \
+		$(TOP)/tools/scripts/demo.sh
 
 bench: deps
 	$(MAKE) all

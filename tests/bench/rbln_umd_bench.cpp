@@ -54,6 +54,10 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
 
@@ -95,7 +99,7 @@ struct FakeSetup {
 
     std::shared_ptr<Device> device(unsigned batch) {
         DeviceOptions o;
-        o.submitter.ring_factory = rbln::test::fake_ring_factory(*kernel);
+        kernel->rings = rbln::test::fake_ring_factory(*kernel);
         o.submitter.batch = batch;
         o.submitter.warn = [](const std::string&) {};
         o.chiplet_mask = 1;
@@ -106,8 +110,9 @@ struct FakeSetup {
 void host_fake_kernel(benchmark::State& state) {
     const auto batch = static_cast<unsigned>(state.range(0));
     FakeSetup f;
-    const std::uint32_t queue = f.kernel->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
-    const rbln::BoHandle cmd = f.kernel->bo_create({4096, RBLN_REGION_HOST, 0, 0});
+    const std::uint32_t queue = f.kernel->queue_create(1, rbln::QueuePriority::Normal);
+    const rbln::BoHandle cmd =
+        f.kernel->bo_create({4096, rbln::Region::Host, 0, rbln::BoFlags::None});
     rbln::SubmitArgs a;
     a.queue_id = queue;
     a.cmd_handle = cmd.handle;
@@ -125,7 +130,7 @@ void host_submitter(benchmark::State& state) {
     const auto batch = static_cast<unsigned>(state.range(0));
     FakeSetup f;
     auto dev = f.device(batch);
-    const std::uint32_t queue = f.kernel->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
+    const std::uint32_t queue = f.kernel->queue_create(1, rbln::QueuePriority::Normal);
     auto cmd = dev->allocate_host(4096);
     CommandEncoder(std::span<std::byte>(cmd->host_data(), 8)).nop();
     rbln::Submitter& sub = dev->submitter();
@@ -230,11 +235,13 @@ private:
     io_uring ring_{};
 };
 
+// The raw jobs' own open file of the node, queue and command buffer, made
+// with the uAPI directly (not through librbln).
 struct Card {
     std::string node;
-    std::shared_ptr<rbln::KernelDevice> kernel; // raw jobs: queue + command buffer
+    int fd = -1;
     std::uint32_t queue = 0;
-    rbln::BoHandle cmd{};
+    std::uint32_t cmd = 0;
     void* map = nullptr;
 };
 
@@ -248,6 +255,15 @@ std::shared_ptr<rbln::KernelDevice> open_node(const std::string& node) {
     if (!k)
         throw k.error();
     return std::shared_ptr<rbln::KernelDevice>(std::move(*k));
+}
+
+template <typename T> void raw_ioctl(int fd, unsigned long request, T& args, const char* what) {
+    int r = 0;
+    do {
+        r = ::ioctl(fd, request, &args);
+    } while (r != 0 && (errno == EINTR || errno == EAGAIN));
+    if (r != 0)
+        fail(what, errno);
 }
 
 void check_cqe(int res) {
@@ -273,11 +289,11 @@ class RawSide final : public Side {
 public:
     RawSide(bool deferred, bool wait_all) : wait_all_(wait_all), ring_(256, deferred) {
         job_.queue_id = card().queue;
-        job_.cmd_handle = card().cmd.handle;
+        job_.cmd_handle = card().cmd;
         job_.cmd_size = rbln::PacketSize::nop;
     }
     void batch() override {
-        const int fd = card().kernel->fd();
+        const int fd = card().fd;
         for (unsigned i = 0; i < kBatch; i++)
             ring_.push(fd, RBLN_URING_CMD_SUBMIT, &job_, sizeof(job_), i + 1);
         if (ring_.submit() != static_cast<int>(kBatch))
@@ -660,11 +676,26 @@ bool find_card(const Options& o) {
             return false;
         Card& c = card();
         c.node = cards[o.card].accel_node;
-        c.kernel = open_node(c.node);
-        c.queue = c.kernel->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
-        c.cmd = c.kernel->bo_create({4096, RBLN_REGION_HOST, 0, 0});
-        const rbln::BoDescription info = c.kernel->bo_info(c.cmd.handle);
-        c.map = c.kernel->mmap(info.mmap_offset, 4096);
+        c.fd = ::open(c.node.c_str(), O_RDWR | O_CLOEXEC);
+        if (c.fd < 0)
+            fail("open " + c.node, errno);
+        drm_rbln_queue_create q{};
+        q.chiplet_mask = 1;
+        q.priority = RBLN_QUEUE_PRIORITY_NORMAL;
+        raw_ioctl(c.fd, DRM_IOCTL_RBLN_QUEUE_CREATE, q, "QUEUE_CREATE");
+        c.queue = q.queue_id;
+        drm_rbln_bo_create bo{};
+        bo.size = 4096;
+        bo.region = RBLN_REGION_HOST;
+        raw_ioctl(c.fd, DRM_IOCTL_RBLN_BO_CREATE, bo, "BO_CREATE");
+        c.cmd = bo.handle;
+        drm_rbln_bo_info info{};
+        info.handle = bo.handle;
+        raw_ioctl(c.fd, DRM_IOCTL_RBLN_BO_INFO, info, "BO_INFO");
+        c.map = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd,
+                       static_cast<off_t>(info.mmap_offset));
+        if (c.map == MAP_FAILED)
+            fail("mmap", errno);
         CommandEncoder(std::span<std::byte>(static_cast<std::byte*>(c.map), 8)).nop();
         return true;
     } catch (const std::exception& e) {

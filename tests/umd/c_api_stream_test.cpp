@@ -29,7 +29,7 @@ protected:
         k = std::make_shared<FakeKernel>();
         k->run_packets = true;
         DeviceOptions o;
-        o.submitter.ring_factory = fake_ring_factory(*k);
+        k->rings = fake_ring_factory(*k);
         Device::reset_process_devices(
             [this](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
                 // The device shares the fake with the test (non-owning view).
@@ -50,13 +50,13 @@ protected:
         }
         BoHandle bo_create(const BoCreateArgs& a) override { return k.bo_create(a); }
         BoDescription bo_info(std::uint32_t h) override { return k.bo_info(h); }
-        BoHandle bo_userptr(void* p, std::uint64_t s, std::uint32_t f) override {
+        BoHandle bo_userptr(void* p, std::uint64_t s, UserptrFlags f) override {
             return k.bo_userptr(p, s, f);
         }
         void gem_close(std::uint32_t h) override { k.gem_close(h); }
         void* mmap(std::uint64_t o, std::size_t s) override { return k.mmap(o, s); }
         void munmap(void* p, std::size_t s) override { k.munmap(p, s); }
-        std::uint32_t queue_create(std::uint32_t m, std::uint32_t p) override {
+        std::uint32_t queue_create(std::uint32_t m, QueuePriority p) override {
             return k.queue_create(m, p);
         }
         void queue_destroy(std::uint32_t q) override { k.queue_destroy(q); }
@@ -64,6 +64,10 @@ protected:
         WaitResult wait(const WaitArgs& a) override { return k.wait(a); }
         std::uint32_t syncobj_create(std::uint32_t f) override { return k.syncobj_create(f); }
         void syncobj_destroy(std::uint32_t h) override { k.syncobj_destroy(h); }
+        Result<std::unique_ptr<CommandRing>> make_ring(unsigned e, RingMode m,
+                                                       unsigned i) override {
+            return k.make_ring(e, m, i);
+        }
     };
 
     FakeSysfs fake;

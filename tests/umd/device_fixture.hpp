@@ -25,7 +25,7 @@ inline std::shared_ptr<Device> fake_device(const std::shared_ptr<FakeKernel>& k,
     k->run_packets = true;
     o.submitter.warn = [](const std::string&) {};
     if (path == Path::Uring)
-        o.submitter.ring_factory = fake_ring_factory(*k);
+        k->rings = fake_ring_factory(*k);
     else
         o.submitter.use_io_uring = false;
     return Device::open(k, 0, o);

@@ -11,6 +11,8 @@
 // the job fails with -ETIMEDOUT), TIMESTAMP (a fake clock) and LAUNCH
 // (ignored); an address outside every buffer fails the job with -EFAULT, a
 // bad packet with -EINVAL.  Syncobjs are timelines (point 0: binary).
+// make_ring() hands out what the test's `rings` factory makes (a FakeRing
+// of fake_ring.hpp), or none (ENOTSUP) as a node without io_uring.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +33,10 @@
 #include "rbln_fw_cmd.h"
 
 namespace rbln::test {
+
+/// What FakeKernel::make_ring() calls (tests/umd/fake_ring.hpp makes them).
+using RingFactory =
+    std::function<Result<std::unique_ptr<CommandRing>>(KernelInterface& kernel, unsigned entries)>;
 
 class FakeKernel final : public KernelInterface {
 public:
@@ -115,6 +121,9 @@ public:
     /// The in-syncs of the last accepted SUBMIT.
     std::vector<SyncPoint> last_in_syncs;
 
+    /// make_ring() returns what it makes (empty: no io_uring, ENOTSUP).
+    RingFactory rings;
+
     bool hold_jobs = false; ///< jobs stay pending until complete_jobs()
     int next_job_error = 0; ///< the job error (-errno) of the next job submitted
     bool has_cap_sys_nice = false;
@@ -153,20 +162,19 @@ public:
 
     BoHandle bo_create(const BoCreateArgs& a) override {
         enter(KernelOp::BoCreate);
-        if (a.size == 0 || (a.flags & ~RBLN_BO_DEVICE_READ_ONLY) != 0)
+        if (a.size == 0 || (a.flags & ~BoFlags::DeviceReadOnly) != BoFlags::None)
             fail(KernelOp::BoCreate, EINVAL);
-        if (a.region != RBLN_REGION_HOST && a.region != RBLN_REGION_HBM &&
-            a.region != RBLN_REGION_AUTO)
+        if (a.region != Region::Host && a.region != Region::Hbm && a.region != Region::Auto)
             fail(KernelOp::BoCreate, EINVAL);
-        if (a.region != RBLN_REGION_HBM && a.chiplet != 0)
+        if (a.region != Region::Hbm && a.chiplet != 0)
             fail(KernelOp::BoCreate, EINVAL);
-        if (a.region == RBLN_REGION_HBM && a.chiplet >= device.chiplet_count)
+        if (a.region == Region::Hbm && a.chiplet >= device.chiplet_count)
             fail(KernelOp::BoCreate, EINVAL);
-        const bool hbm = a.region != RBLN_REGION_HOST;
+        const bool hbm = a.region != Region::Host;
         const std::uint64_t size = round_up(a.size, hbm && a.size >= kHuge ? kHuge : kPage);
         unsigned chiplet = a.chiplet;
         if (hbm) {
-            if (a.region == RBLN_REGION_AUTO) {
+            if (a.region == Region::Auto) {
                 chiplet = 0;
                 for (unsigned c = 1; c < device.chiplet_count; c++)
                     if (hbm_free(c) > hbm_free(chiplet))
@@ -180,7 +188,7 @@ public:
         }
         Bo bo;
         bo.size = size;
-        bo.region = hbm ? RBLN_REGION_HBM : RBLN_REGION_HOST;
+        bo.region = hbm ? Region::Hbm : Region::Host;
         bo.chiplet = hbm ? chiplet : 0;
         bo.flags = a.flags;
         bo.device_va = next_va_;
@@ -200,11 +208,11 @@ public:
         return {bo.mmap_offset, bo.size, bo.device_va, bo.region, bo.chiplet, bo.flags};
     }
 
-    BoHandle bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) override {
+    BoHandle bo_userptr(void* addr, std::uint64_t size, UserptrFlags flags) override {
         enter(KernelOp::BoUserptr);
         const auto a = reinterpret_cast<std::uintptr_t>(addr);
         if (a == 0 || size == 0 || a % kPage != 0 || size % kPage != 0 ||
-            (flags & ~RBLN_USERPTR_READ_ONLY) != 0 || a + size < a)
+            (flags & ~UserptrFlags::ReadOnly) != UserptrFlags::None || a + size < a)
             fail(KernelOp::BoUserptr, EINVAL);
         if (pinned_ + size > memlock_limit)
             fail(KernelOp::BoUserptr, ENOMEM);
@@ -212,8 +220,8 @@ public:
         Bo bo;
         bo.size = size;
         bo.user = static_cast<std::byte*>(addr);
-        bo.region = RBLN_REGION_USERPTR;
-        bo.flags = (flags & RBLN_USERPTR_READ_ONLY) != 0 ? RBLN_BO_DEVICE_READ_ONLY : 0;
+        bo.region = Region::Userptr;
+        bo.flags = has(flags, UserptrFlags::ReadOnly) ? BoFlags::DeviceReadOnly : BoFlags::None;
         bo.device_va = next_va_;
         next_va_ += size;
         const std::uint32_t handle = next_handle_++;
@@ -225,9 +233,9 @@ public:
     void gem_close(std::uint32_t handle) override {
         enter(KernelOp::GemClose);
         const Bo& bo = find_bo(KernelOp::GemClose, handle, EINVAL); // DRM says EINVAL
-        if (bo.region == RBLN_REGION_HBM)
+        if (bo.region == Region::Hbm)
             hbm_used_[bo.chiplet] -= bo.size;
-        if (bo.region == RBLN_REGION_USERPTR)
+        if (bo.region == Region::Userptr)
             pinned_ -= bo.size;
         // A mapping keeps the memory, as a real mmap keeps the object.
         auto node = bos_.extract(handle);
@@ -257,11 +265,11 @@ public:
         maps_.erase(it);
     }
 
-    std::uint32_t queue_create(std::uint32_t mask, std::uint32_t priority) override {
+    std::uint32_t queue_create(std::uint32_t mask, QueuePriority priority) override {
         enter(KernelOp::QueueCreate);
-        if (mask == 0 || (mask >> device.chiplet_count) != 0 || priority > RBLN_QUEUE_PRIORITY_HIGH)
+        if (mask == 0 || (mask >> device.chiplet_count) != 0 || priority > QueuePriority::High)
             fail(KernelOp::QueueCreate, EINVAL);
-        if (priority == RBLN_QUEUE_PRIORITY_HIGH && !has_cap_sys_nice)
+        if (priority == QueuePriority::High && !has_cap_sys_nice)
             fail(KernelOp::QueueCreate, EACCES);
         if (queues_.size() >= 256)
             fail(KernelOp::QueueCreate, ENOSPC);
@@ -278,8 +286,9 @@ public:
 
     std::uint64_t submit(const SubmitArgs& a) override {
         enter(KernelOp::Submit);
-        if (a.cmd_size == 0 || a.cmd_size % 8 != 0 || a.cmd_size > (1u << 20) ||
-            a.cmd_offset % 8 != 0 || a.bo_handles.size() > 4096 || a.in_syncs.size() > 64)
+        if ((a.flags & ~SubmitFlags::NoImplicitWait) != SubmitFlags::None || a.cmd_size == 0 ||
+            a.cmd_size % 8 != 0 || a.cmd_size > (1u << 20) || a.cmd_offset % 8 != 0 ||
+            a.bo_handles.size() > 4096 || a.in_syncs.size() > 64)
             fail(KernelOp::Submit, EINVAL);
         auto q = queues_.find(a.queue_id);
         if (q == queues_.end())
@@ -352,6 +361,13 @@ public:
             fail(KernelOp::SyncobjDestroy, EINVAL);
     }
 
+    Result<std::unique_ptr<CommandRing>> make_ring(unsigned entries, RingMode mode,
+                                                   unsigned sq_idle_ms) override {
+        if (!rings)
+            return KernelInterface::make_ring(entries, mode, sq_idle_ms);
+        return rings(*this, entries);
+    }
+
     std::uint64_t memlock_limit = 64ull << 20; ///< RLIMIT_MEMLOCK for userptr
     SubmitArgs last_submit;                    ///< the last accepted SUBMIT (in_syncs cleared)
 
@@ -361,9 +377,9 @@ private:
 
     struct Bo {
         std::uint64_t size = 0;
-        std::uint32_t region = 0;
+        Region region = Region::Host;
         std::uint32_t chiplet = 0;
-        std::uint32_t flags = 0;
+        BoFlags flags = BoFlags::None;
         std::uint64_t device_va = 0;
         std::uint64_t mmap_offset = 0;
         std::unique_ptr<std::byte[]> memory; ///< host and HBM buffers (CPU view)

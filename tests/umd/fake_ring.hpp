@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
-// fake_ring.hpp - a CommandRing over FakeKernel: SUBMIT SQEs become
-// FakeKernel::submit() calls at submit(), their CQEs appear when the fake's
-// jobs complete (res = job error, extra = seqno; a refused SUBMIT: -errno,
-// extra 0), WAIT answers at once.  wait_for_completion() plays the card
-// progressing: it completes one held job if no CQE is there.
+// fake_ring.hpp - a CommandRing over FakeKernel: pushed SUBMITs become
+// FakeKernel::submit() calls with the same SubmitArgs at submit(), their
+// CQEs appear when the fake's jobs complete (res = job error, extra =
+// seqno; a refused SUBMIT: -errno, extra 0), WAIT answers at once.  wait_for_completion() plays the
+// card progressing: it completes one held job if no CQE is there.
 #pragma once
 
 #include <cerrno>
-#include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "drm/rbln_accel.h"
 #include "fake_kernel.hpp"
-#include "rbln/submitter.hpp"
+#include "rbln/kernel.hpp"
 
 namespace rbln::test {
 
@@ -22,14 +21,24 @@ class FakeRing final : public CommandRing {
 public:
     FakeRing(FakeKernel& kernel, unsigned entries) : k_(kernel), entries_(entries) {}
 
+    RingMode mode() const noexcept override { return RingMode::AnyThread; }
+
     unsigned space() const override { return entries_ - static_cast<unsigned>(sq_.size()); }
 
-    void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
-              std::uint64_t user_data) override {
+    // The SQE keeps the job as pushed: its arrays must live until its CQE
+    // (as the real ring's contract says), and the fake reads them only at
+    // submit(), as the kernel does when it issues the command.
+    void push_submit(const SubmitArgs& job, std::uint64_t user_data) override {
         Sqe e;
-        e.op = cmd_op;
         e.user_data = user_data;
-        std::memcpy(e.payload, payload.data(), std::min(payload.size(), sizeof(e.payload)));
+        e.submit = job;
+        sq_.push_back(e);
+    }
+
+    void push_wait(const WaitArgs& wait, std::uint64_t user_data) override {
+        Sqe e;
+        e.user_data = user_data;
+        e.wait = wait;
         sq_.push_back(e);
     }
 
@@ -43,40 +52,20 @@ public:
                 cq_.push_back({e.user_data, -reject_with, 0});
                 continue;
             }
-            if (e.op == RBLN_URING_CMD_WAIT) {
-                drm_rbln_wait w{};
-                std::memcpy(&w, e.payload, sizeof(w));
+            if (e.wait) {
                 try {
-                    const WaitResult r = k_.wait({w.queue_id, w.seqno, std::nullopt, 0});
+                    WaitArgs w = *e.wait;
+                    w.deadline_ns = 0;
+                    const WaitResult r = k_.wait(w);
                     cq_.push_back({e.user_data, r.done ? r.job_error : -ETIME, w.seqno});
                 } catch (const Error& err) {
                     cq_.push_back({e.user_data, -err.sys_errno(), 0});
                 }
                 continue;
             }
-            drm_rbln_submit s{};
-            std::memcpy(&s, e.payload, sizeof(s));
-            SubmitArgs a;
-            a.queue_id = s.queue_id;
-            a.cmd_handle = s.cmd_handle;
-            a.cmd_size = s.cmd_size;
-            a.cmd_offset = s.cmd_offset;
-            // The payload carries user pointers, as the uAPI's does.
-            a.bo_handles = std::span<const std::uint32_t>(
-                reinterpret_cast<const std::uint32_t*>( // NOLINT(performance-no-int-to-ptr)
-                    s.bo_handles),
-                s.bo_count);
-            std::vector<SyncPoint> in;
-            const auto* raw =
-                reinterpret_cast<const drm_rbln_sync*>( // NOLINT(performance-no-int-to-ptr)
-                    s.in_syncs);
-            for (std::uint32_t i = 0; i < s.in_count; i++)
-                in.push_back({raw[i].handle, raw[i].point});
-            a.in_syncs = in;
-            a.out = {s.out_handle, s.out_point};
             try {
-                const std::uint64_t seqno = k_.submit(a);
-                inflight_.push_back({e.user_data, s.queue_id, seqno});
+                const std::uint64_t seqno = k_.submit(e.submit);
+                inflight_.push_back({e.user_data, e.submit.queue_id, seqno});
             } catch (const Error& err) {
                 cq_.push_back({e.user_data, -err.sys_errno(), 0});
             }
@@ -113,9 +102,9 @@ public:
 
 private:
     struct Sqe {
-        std::uint32_t op = 0;
         std::uint64_t user_data = 0;
-        std::byte payload[80]{};
+        SubmitArgs submit;
+        std::optional<WaitArgs> wait; ///< set: a WAIT, else the SUBMIT of @submit
     };
     struct InFlight {
         std::uint64_t user_data;
@@ -141,7 +130,8 @@ private:
     std::deque<RingCompletion> cq_;
 };
 
-/// A RingFactory handing out FakeRings over @k (@last: the ring made last).
+/// A RingFactory handing out FakeRings over @k (@last: the ring made last);
+/// set it as k.rings.
 inline RingFactory fake_ring_factory(FakeKernel& k, FakeRing** last = nullptr) {
     return [&k, last](KernelInterface& /*kernel*/,
                       unsigned entries) -> Result<std::unique_ptr<CommandRing>> {

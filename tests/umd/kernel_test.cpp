@@ -173,15 +173,15 @@ TEST(KernelError, UnlistedErrnosFallBackToTheGenericText) {
 
 TEST(FakeKernel, BuffersAreTrackedWithRoundedSizesAndHbmAccounting) {
     FakeKernel k;
-    const BoHandle small = k.bo_create({100, RBLN_REGION_HBM, 2, 0});
+    const BoHandle small = k.bo_create({100, Region::Hbm, 2, BoFlags::None});
     EXPECT_EQ(small.size, 4096u);
     EXPECT_EQ(small.chiplet, 2u);
-    const BoHandle big = k.bo_create({(2u << 20) + 1, RBLN_REGION_HBM, 2, 0});
+    const BoHandle big = k.bo_create({(2u << 20) + 1, Region::Hbm, 2, BoFlags::None});
     EXPECT_EQ(big.size, 4u << 20);
     EXPECT_EQ(k.hbm_used(2), (4u << 20) + 4096);
     EXPECT_EQ(k.buffer_count(), 2u);
     const BoDescription d = k.bo_info(big.handle);
-    EXPECT_EQ(d.region, static_cast<std::uint32_t>(RBLN_REGION_HBM));
+    EXPECT_EQ(d.region, Region::Hbm);
     EXPECT_EQ(d.device_va, big.device_va);
     k.gem_close(big.handle);
     EXPECT_EQ(k.hbm_used(2), 4096u);
@@ -193,27 +193,30 @@ TEST(FakeKernel, BuffersAreTrackedWithRoundedSizesAndHbmAccounting) {
 
 TEST(FakeKernel, AutoPicksTheChipletWithTheMostFreeHbm) {
     FakeKernel k;
-    k.bo_create({64u << 20, RBLN_REGION_HBM, 0, 0});
-    EXPECT_EQ(k.bo_create({4096, RBLN_REGION_AUTO, 0, 0}).chiplet, 1u);
+    k.bo_create({64u << 20, Region::Hbm, 0, BoFlags::None});
+    EXPECT_EQ(k.bo_create({4096, Region::Auto, 0, BoFlags::None}).chiplet, 1u);
 }
 
 TEST(FakeKernel, BufferErrorsFollowTheUapi) {
     FakeKernel k;
-    EXPECT_EQ(kernel_catch([&] { k.bo_create({0, RBLN_REGION_HOST, 0, 0}); }).sys_errno(), EINVAL);
     EXPECT_EQ(kernel_catch([&] {
-                  k.bo_create({4096, RBLN_REGION_HBM, 4, 0});
+                  k.bo_create({0, Region::Host, 0, BoFlags::None});
               }).sys_errno(),
               EINVAL);
     EXPECT_EQ(kernel_catch([&] {
-                  k.bo_create({4096, RBLN_REGION_HOST, 1, 0});
+                  k.bo_create({4096, Region::Hbm, 4, BoFlags::None});
               }).sys_errno(),
               EINVAL);
     EXPECT_EQ(kernel_catch([&] {
-                  k.bo_create({1ull << 30, RBLN_REGION_HBM, 0, 0});
+                  k.bo_create({4096, Region::Host, 1, BoFlags::None});
+              }).sys_errno(),
+              EINVAL);
+    EXPECT_EQ(kernel_catch([&] {
+                  k.bo_create({1ull << 30, Region::Hbm, 0, BoFlags::None});
               }).sys_errno(),
               E2BIG);
-    k.bo_create({300u << 20, RBLN_REGION_HBM, 0, 0});
-    const Error e = kernel_catch([&] { k.bo_create({300u << 20, RBLN_REGION_HBM, 0, 0}); });
+    k.bo_create({300u << 20, Region::Hbm, 0, BoFlags::None});
+    const Error e = kernel_catch([&] { k.bo_create({300u << 20, Region::Hbm, 0, BoFlags::None}); });
     EXPECT_EQ(e.sys_errno(), ENOSPC);
     EXPECT_EQ(e.code(), Errc::OutOfMemory);
     EXPECT_EQ(k.buffer_count(), 1u); // nothing allocated on error
@@ -221,7 +224,7 @@ TEST(FakeKernel, BufferErrorsFollowTheUapi) {
 
 TEST(FakeKernel, MmapGivesTheBufferMemory) {
     FakeKernel k;
-    const BoHandle bo = k.bo_create({8192, RBLN_REGION_HOST, 0, 0});
+    const BoHandle bo = k.bo_create({8192, Region::Host, 0, BoFlags::None});
     const BoDescription d = k.bo_info(bo.handle);
     auto* p = static_cast<unsigned char*>(k.mmap(d.mmap_offset, 8192));
     EXPECT_EQ(p[100], 0); // zeroed
@@ -240,25 +243,27 @@ TEST(FakeKernel, UserptrChecksAlignmentAndMemlock) {
     FakeKernel k;
     k.memlock_limit = 8192;
     alignas(4096) static unsigned char pages[3 * 4096];
-    const BoHandle u = k.bo_userptr(pages, 8192, 0);
-    EXPECT_EQ(k.bo_info(u.handle).region, static_cast<std::uint32_t>(RBLN_REGION_USERPTR));
+    const BoHandle u = k.bo_userptr(pages, 8192, UserptrFlags::None);
+    EXPECT_EQ(k.bo_info(u.handle).region, Region::Userptr);
     EXPECT_EQ(k.bo_info(u.handle).mmap_offset, 0u);
-    EXPECT_EQ(kernel_catch([&] { k.bo_userptr(pages + 1, 4096, 0); }).sys_errno(), EINVAL);
-    const Error e = kernel_catch([&] { k.bo_userptr(pages + 8192, 4096, 0); });
+    EXPECT_EQ(kernel_catch([&] { k.bo_userptr(pages + 1, 4096, UserptrFlags::None); }).sys_errno(),
+              EINVAL);
+    const Error e = kernel_catch([&] { k.bo_userptr(pages + 8192, 4096, UserptrFlags::None); });
     EXPECT_EQ(e.sys_errno(), ENOMEM);
     EXPECT_THAT(e.what(), HasSubstr("RLIMIT_MEMLOCK"));
     k.gem_close(u.handle);
-    EXPECT_NO_THROW(k.bo_userptr(pages + 8192, 4096, RBLN_USERPTR_READ_ONLY));
+    EXPECT_NO_THROW(k.bo_userptr(pages + 8192, 4096, UserptrFlags::ReadOnly));
 }
 
 TEST(FakeKernel, QueuesAreCreatedCheckedAndDestroyed) {
     FakeKernel k;
-    const std::uint32_t q = k.queue_create(0xf, RBLN_QUEUE_PRIORITY_NORMAL);
+    const std::uint32_t q = k.queue_create(0xf, QueuePriority::Normal);
     EXPECT_EQ(q, 1u);
     EXPECT_EQ(k.queue_count(), 1u);
-    EXPECT_EQ(kernel_catch([&] { k.queue_create(0x10, 1); }).sys_errno(), EINVAL);
-    EXPECT_EQ(kernel_catch([&] { k.queue_create(0, 1); }).sys_errno(), EINVAL);
-    EXPECT_EQ(kernel_catch([&] { k.queue_create(1, RBLN_QUEUE_PRIORITY_HIGH); }).code(),
+    EXPECT_EQ(kernel_catch([&] { k.queue_create(0x10, QueuePriority::Normal); }).sys_errno(),
+              EINVAL);
+    EXPECT_EQ(kernel_catch([&] { k.queue_create(0, QueuePriority::Normal); }).sys_errno(), EINVAL);
+    EXPECT_EQ(kernel_catch([&] { k.queue_create(1, QueuePriority::High); }).code(),
               Errc::PermissionDenied);
     k.queue_destroy(q);
     EXPECT_EQ(k.queue_count(), 0u);
@@ -267,9 +272,9 @@ TEST(FakeKernel, QueuesAreCreatedCheckedAndDestroyed) {
 
 struct Submission : ::testing::Test {
     void SetUp() override {
-        queue = k.queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
-        cmd = k.bo_create({4096, RBLN_REGION_HOST, 0, 0}).handle;
-        data = k.bo_create({4096, RBLN_REGION_HBM, 0, 0}).handle;
+        queue = k.queue_create(1, QueuePriority::Normal);
+        cmd = k.bo_create({4096, Region::Host, 0, BoFlags::None}).handle;
+        data = k.bo_create({4096, Region::Hbm, 0, BoFlags::None}).handle;
     }
     SubmitArgs job() const {
         SubmitArgs a;
@@ -296,7 +301,7 @@ TEST_F(Submission, SeqnosCountUpPerQueueAndWaitReportsTheJobError) {
     EXPECT_TRUE(first.done);
     EXPECT_EQ(first.job_error, 0);
     EXPECT_EQ(k.wait({queue, 2, std::nullopt, 0}).job_error, -EFAULT);
-    const std::uint32_t other = k.queue_create(1, 0);
+    const std::uint32_t other = k.queue_create(1, QueuePriority::Low);
     EXPECT_EQ(k.submit(SubmitArgs{other, cmd, 8, 0, {}, {}, {}}), 1u);
 }
 
@@ -368,12 +373,12 @@ TEST_F(Submission, FailNextWorksForEveryOperation) {
     std::vector<std::pair<KernelOp, std::function<void()>>> calls = {
         {KernelOp::BoCreate,
          [&] {
-             k.bo_create({4096, RBLN_REGION_HOST, 0, 0});
+             k.bo_create({4096, Region::Host, 0, BoFlags::None});
          }},
         {KernelOp::BoInfo, [&] { k.bo_info(cmd); }},
         {KernelOp::GemClose, [&] { k.gem_close(data); }},
         {KernelOp::Mmap, [&] { k.mmap(k.bo_info(cmd).mmap_offset, 4096); }},
-        {KernelOp::QueueCreate, [&] { k.queue_create(1, 0); }},
+        {KernelOp::QueueCreate, [&] { k.queue_create(1, QueuePriority::Low); }},
         {KernelOp::QueueDestroy, [&] { k.queue_destroy(queue); }},
         {KernelOp::Wait,
          [&] {

@@ -44,7 +44,7 @@ public:
         return h;
     }
     BoDescription bo_info(std::uint32_t handle) override { return k_->bo_info(handle); }
-    BoHandle bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) override {
+    BoHandle bo_userptr(void* addr, std::uint64_t size, UserptrFlags flags) override {
         BoHandle h = k_->bo_userptr(addr, size, flags);
         va_[h.handle] = h.device_va;
         return h;
@@ -55,7 +55,7 @@ public:
     }
     void* mmap(std::uint64_t offset, std::size_t size) override { return k_->mmap(offset, size); }
     void munmap(void* addr, std::size_t size) override { k_->munmap(addr, size); }
-    std::uint32_t queue_create(std::uint32_t mask, std::uint32_t priority) override {
+    std::uint32_t queue_create(std::uint32_t mask, QueuePriority priority) override {
         return k_->queue_create(mask, priority);
     }
     void queue_destroy(std::uint32_t queue_id) override { k_->queue_destroy(queue_id); }

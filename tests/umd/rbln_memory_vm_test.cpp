@@ -228,8 +228,8 @@ TEST(VmMemory, AForkChildsEmptyCacheLeavesTheParentsCachedMemoryUsable) {
 TEST(VmMemory, AForkChildDestroysNoneOfTheParentsHandles) {
     REQUIRE_CARDS(1u);
     KernelInterface& k = Device::get(0)->kernel();
-    const BoHandle bo = k.bo_create(BoCreateArgs{4096, RBLN_REGION_HOST, 0, 0});
-    const std::uint32_t queue = k.queue_create(1, 0);
+    const BoHandle bo = k.bo_create(BoCreateArgs{4096, Region::Host, 0, BoFlags::None});
+    const std::uint32_t queue = k.queue_create(1, QueuePriority::Low);
     const std::uint32_t syncobj = k.syncobj_create(0);
     EXPECT_EQ(in_child([&] {
                   k.gem_close(bo.handle);

@@ -56,26 +56,26 @@ TEST(UtilizationPercent, AMissingCounterOrNoTimeGivesNoFigure) {
 }
 
 TEST(EngineKeys, DrmEngineChipletKeysAreReadInNanoseconds) {
-    const auto e = smi::parse_engine_ns("drm-driver:\trbln\n"
-                                        "drm-engine-chiplet0:\t123 ns\n"
-                                        "drm-engine-chiplet2:\t5 ns\n"
-                                        "drm-engine-capacity-chiplet1:\t1\n"
-                                        "drm-cycles-chiplet1:\t77\n");
+    const auto e = parse_engine_ns("drm-driver:\trbln\n"
+                                   "drm-engine-chiplet0:\t123 ns\n"
+                                   "drm-engine-chiplet2:\t5 ns\n"
+                                   "drm-engine-capacity-chiplet1:\t1\n"
+                                   "drm-cycles-chiplet1:\t77\n");
     EXPECT_THAT(e, ElementsAre(123u, std::nullopt, 5u));
 }
 
 TEST(EngineKeys, MalformedValuesAreIgnored) {
-    const auto e = smi::parse_engine_ns("drm-engine-chiplet0:\t12 us\n"
-                                        "drm-engine-chiplet1:\t12\n"
-                                        "drm-engine-chiplet2:\t-3 ns\n"
-                                        "drm-engine-chiplet3:\t ns\n"
-                                        "drm-engine-chipletX:\t1 ns\n"
-                                        "drm-engine-chiplet99999999999:\t1 ns\n"
-                                        "drm-engine-chiplet4:\t42 ns");
+    const auto e = parse_engine_ns("drm-engine-chiplet0:\t12 us\n"
+                                   "drm-engine-chiplet1:\t12\n"
+                                   "drm-engine-chiplet2:\t-3 ns\n"
+                                   "drm-engine-chiplet3:\t ns\n"
+                                   "drm-engine-chipletX:\t1 ns\n"
+                                   "drm-engine-chiplet99999999999:\t1 ns\n"
+                                   "drm-engine-chiplet4:\t42 ns");
     EXPECT_THAT(e, ElementsAre(std::nullopt, std::nullopt, std::nullopt, std::nullopt, 42u));
 }
 
-smi::CounterSample sample_at(nanoseconds t, smi::BusyCounters card) {
+smi::CounterSample sample_at(nanoseconds t, BusyCounters card) {
     smi::CounterSample s;
     s.cards_time = t;
     s.clients_time = t;
@@ -160,7 +160,7 @@ TEST(CardBusy, IsReadPerChipletAndKeyedByPciAddress) {
     b.chiplets = 1;
     b.busy_ns = std::vector<std::uint64_t>{99};
     fake.add_card(b);
-    const auto cards = smi::read_card_busy(Sysfs(fake.root()));
+    const auto cards = read_card_busy(SystemView{fake.root(), {}});
     ASSERT_EQ(cards.size(), 2u);
     // chiplet_count, the sibling of the chiplet<i> directories, is not one.
     EXPECT_THAT(cards.at("0000:00:04.0"), ElementsAre(1u, 2u, 3u, std::nullopt));
@@ -175,7 +175,7 @@ TEST(CardBusy, MalformedValueIsAnErrorNamingTheFile) {
     fake.add_card(a);
     fake.write(FakeSysfs::device_dir(a.bdf) / "rbln/chiplet2/busy_ns", "12 ns");
     try {
-        smi::read_card_busy(Sysfs(fake.root()));
+        read_card_busy(SystemView{fake.root(), {}});
         ADD_FAILURE() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.code(), Errc::BadValue);

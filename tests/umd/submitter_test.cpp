@@ -29,8 +29,8 @@ class SubmitterTest : public ::testing::TestWithParam<Via> {
 protected:
     void SetUp() override {
         k = std::make_shared<FakeKernel>();
-        queue = k->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
-        cmd = k->bo_create({4096, RBLN_REGION_HOST, 0, 0}).handle;
+        queue = k->queue_create(1, QueuePriority::Normal);
+        cmd = k->bo_create({4096, Region::Host, 0, BoFlags::None}).handle;
     }
     std::unique_ptr<Submitter> make(unsigned batch = 4, unsigned max_in_flight = 64) {
         SubmitterOptions o;
@@ -38,7 +38,7 @@ protected:
         o.max_in_flight = max_in_flight;
         o.warn = [this](const std::string& m) { warnings.push_back(m); };
         if (GetParam() == Via::Uring)
-            o.ring_factory = fake_ring_factory(*k, &ring);
+            k->rings = fake_ring_factory(*k, &ring);
         else
             o.use_io_uring = false;
         return std::make_unique<Submitter>(k, o);
@@ -61,6 +61,50 @@ TEST_P(SubmitterTest, UsesThePathItWasGiven) {
     auto s = make();
     EXPECT_EQ(s->path(),
               GetParam() == Via::Uring ? Submitter::Path::IoUring : Submitter::Path::Ioctl);
+}
+
+// Both paths hand the kernel the job as it was enqueued: its flags (the
+// ioctl fallback once dropped them), command buffer, buffers, in-syncs and
+// out-sync.
+TEST_P(SubmitterTest, AJobsFlagsBuffersAndSyncsReachTheKernelAsTheyAreOnEitherPath) {
+    auto s = make(1);
+    const std::uint32_t data0 = k->bo_create({4096, Region::Host, 0, BoFlags::None}).handle;
+    const std::uint32_t data1 = k->bo_create({4096, Region::Hbm, 1, BoFlags::None}).handle;
+    const std::uint32_t binary = k->syncobj_create(0);
+    const std::uint32_t timeline = k->syncobj_create(0);
+    const std::uint32_t out = k->syncobj_create(0);
+    Job first = job(); // gives the in-syncs their fences
+    first.out = {binary, 0};
+    s->enqueue(first);
+    Job second = job();
+    second.out = {timeline, 3};
+    s->enqueue(second);
+    Job j = job();
+    j.flags = SubmitFlags::NoImplicitWait;
+    j.cmd_offset = 16;
+    j.cmd_size = 24;
+    j.bo_handles = {data1, data0};
+    j.in_syncs = {{binary, 0}, {timeline, 3}};
+    j.out = {out, 7};
+    const std::uint64_t n = s->enqueue(j);
+    s->wait(queue, n);
+
+    const SubmitArgs& got = k->last_submit;
+    EXPECT_EQ(got.flags, SubmitFlags::NoImplicitWait);
+    EXPECT_EQ(got.queue_id, queue);
+    EXPECT_EQ(got.cmd_handle, cmd);
+    EXPECT_EQ(got.cmd_offset, 16u);
+    EXPECT_EQ(got.cmd_size, 24u);
+    EXPECT_THAT(std::vector<std::uint32_t>(got.bo_handles.begin(), got.bo_handles.end()),
+                ::testing::ElementsAre(data1, data0));
+    ASSERT_EQ(k->last_in_syncs.size(), 2u);
+    EXPECT_EQ(k->last_in_syncs[0].handle, binary);
+    EXPECT_EQ(k->last_in_syncs[0].point, 0u);
+    EXPECT_EQ(k->last_in_syncs[1].handle, timeline);
+    EXPECT_EQ(k->last_in_syncs[1].point, 3u);
+    EXPECT_EQ(got.out.handle, out);
+    EXPECT_EQ(got.out.point, 7u);
+    EXPECT_EQ(k->count(KernelOp::Submit), 3);
 }
 
 TEST_P(SubmitterTest, JobsReachTheKernelWhenTheBatchIsFullOrAtAWait) {
@@ -185,12 +229,12 @@ class Fallback : public ::testing::TestWithParam<int> {};
 
 TEST_P(Fallback, IoUringSetupFailureFallsBackToTheIoctlsWithTheSameResults) {
     auto k = std::make_shared<FakeKernel>();
-    const std::uint32_t q = k->queue_create(1, 1);
-    const std::uint32_t cmd = k->bo_create({4096, RBLN_REGION_HOST, 0, 0}).handle;
+    const std::uint32_t q = k->queue_create(1, QueuePriority::Normal);
+    const std::uint32_t cmd = k->bo_create({4096, Region::Host, 0, BoFlags::None}).handle;
     std::vector<std::string> warnings;
     SubmitterOptions o;
     o.batch = 2;
-    o.ring_factory = failing_ring_factory(GetParam());
+    k->rings = failing_ring_factory(GetParam());
     o.warn = [&](const std::string& m) { warnings.push_back(m); };
     Submitter s(k, o);
     EXPECT_EQ(s.path(), Submitter::Path::Ioctl);
@@ -223,8 +267,8 @@ TEST(FallbackProbe, AKernelThatRejectsTheUringCmdFallsBack) {
     auto k = std::make_shared<FakeKernel>();
     SubmitterOptions o;
     auto factory = fake_ring_factory(*k);
-    o.ring_factory = [&](KernelInterface& kernel,
-                         unsigned entries) -> Result<std::unique_ptr<CommandRing>> {
+    k->rings = [&](KernelInterface& kernel,
+                   unsigned entries) -> Result<std::unique_ptr<CommandRing>> {
         auto r = factory(kernel, entries);
         static_cast<FakeRing&>(*r.value()).reject_with = EOPNOTSUPP;
         return r;
@@ -235,9 +279,9 @@ TEST(FallbackProbe, AKernelThatRejectsTheUringCmdFallsBack) {
     EXPECT_THAT(s.fallback_reason(), HasSubstr("rejects rbln uring_cmds"));
 }
 
-TEST(FallbackProbe, TheRealFactoryRefusesAFakeNode) {
-    FakeKernel k;
-    auto r = make_io_uring(k, 8);
+TEST(FallbackProbe, AKernelInterfaceWithoutARingHasNone) {
+    FakeKernel k; // no k.rings: the KernelInterface default
+    auto r = k.make_ring(8, RingMode::AnyThread, 0);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().sys_errno(), ENOTSUP);
 }
@@ -248,7 +292,7 @@ TEST(FallbackLog, TheFallbackIsLoggedOncePerProcess) {
     for (int i = 0; i < 2; i++) {
         auto k = std::make_shared<FakeKernel>();
         SubmitterOptions o;
-        o.ring_factory = failing_ring_factory(ENOSYS);
+        k->rings = failing_ring_factory(ENOSYS);
         o.warn = [&](const std::string& m) { warnings.push_back(m); };
         const Submitter s(k, o);
     }
@@ -263,10 +307,13 @@ TEST(FallbackLog, TheFallbackIsLoggedOncePerProcess) {
 class RecordingRing final : public CommandRing {
 public:
     RecordingRing(FakeKernel& k, unsigned entries) : k_(k), ring_(k, entries) {}
+    RingMode mode() const noexcept override { return ring_.mode(); }
     unsigned space() const override { return ring_.space(); }
-    void push(std::uint32_t op, std::span<const std::byte> payload,
-              std::uint64_t user_data) override {
-        ring_.push(op, payload, user_data);
+    void push_submit(const SubmitArgs& job, std::uint64_t user_data) override {
+        ring_.push_submit(job, user_data);
+    }
+    void push_wait(const WaitArgs& wait, std::uint64_t user_data) override {
+        ring_.push_wait(wait, user_data);
     }
     int submit() override { return ring_.submit(); }
     std::size_t drain(std::span<RingCompletion> out) override {
@@ -315,8 +362,8 @@ class SingleIssuer : public ::testing::TestWithParam<Via> {
 protected:
     void SetUp() override {
         k = std::make_shared<FakeKernel>();
-        queue = k->queue_create(1, RBLN_QUEUE_PRIORITY_NORMAL);
-        cmd = k->bo_create({4096, RBLN_REGION_HOST, 0, 0}).handle;
+        queue = k->queue_create(1, QueuePriority::Normal);
+        cmd = k->bo_create({4096, Region::Host, 0, BoFlags::None}).handle;
     }
     std::unique_ptr<Submitter> make(unsigned batch, bool single_issuer = true) {
         SubmitterOptions o;
@@ -324,8 +371,8 @@ protected:
         o.single_issuer = single_issuer;
         o.warn = [](const std::string&) {};
         if (GetParam() == Via::Uring)
-            o.ring_factory = [this](KernelInterface&,
-                                    unsigned entries) -> Result<std::unique_ptr<CommandRing>> {
+            k->rings = [this](KernelInterface&,
+                              unsigned entries) -> Result<std::unique_ptr<CommandRing>> {
                 auto r = std::make_unique<RecordingRing>(*k, entries);
                 ring = r.get();
                 return std::unique_ptr<CommandRing>(std::move(r));
@@ -456,7 +503,7 @@ Submitter make_sqpoll(const std::shared_ptr<FakeKernel>& k, unsigned idle_ms, bo
     SubmitterOptions o;
     o.sqpoll_idle_ms = idle_ms;
     o.single_issuer = single;
-    o.ring_factory = fake_ring_factory(*k);
+    k->rings = fake_ring_factory(*k);
     o.warn = [](const std::string&) {};
     return {k, o};
 }
@@ -486,8 +533,8 @@ TEST(Sqpoll, AnIdleTimeAboveTheLimitIsRefused) {
 }
 
 TEST(Sqpoll, ARingFromAFactoryIsNotReportedAsSqpoll) {
-    // Only make_io_uring makes SQPOLL rings; a given factory's ring is used
-    // as it is.
+    // sqpoll() reports the ring the kernel interface made, which the fake's
+    // is not.
     auto k = std::make_shared<FakeKernel>();
     const Submitter s = make_sqpoll(k, kMaxSqpollIdleMs, false);
     EXPECT_EQ(s.path(), Submitter::Path::IoUring);

@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -10,9 +11,13 @@
 #include <cstdlib>
 #include <memory>
 
-#include "drm/rbln_accel.h"
+#include <unistd.h>
+
+#include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
+#include "rbln/fdinfo.hpp"
+#include "rbln/identity.hpp"
 #include "workload.hpp"
 
 namespace rbln::demo {
@@ -20,17 +25,21 @@ namespace rbln::demo {
 namespace {
 
 constexpr std::string_view kHelp = R"(Usage: rbln-demo [OPTION]...
-Run a real workload on an rbln card: y = relu(x @ w) * scale, as one job of
-firmware-iface packets (COPY x and w to HBM, LAUNCH MATMUL with fp32
-accumulation, LAUNCH RELU, LAUNCH SCALE, COPY y back, TIMESTAMPs between the
-phases), and check y against a CPU reference within the error bound the
-firmware interface allows.
+Run a real workload on an rbln card through librbln, as a framework does:
+y = relu(x @ w) * scale with the rows of x split over the card's chiplets.
+Each chiplet's slice has its own stream and its own storages in that
+chiplet's HBM: the stream copies x's rows and w in from pinned host memory,
+runs MATMUL (fp32 accumulation), RELU and SCALE (rbln::ops) and copies its
+rows of y back, with timing events between the phases.  y is then checked
+against a CPU reference within the error bound the firmware interface
+allows.
 
   --size M,K,N       x is M x K, w is K x N, y is M x N (default 256,256,256;
                      each 1..65536)
   --dtype LIST       element type of x, w and y: fp32, bf16 or fp16, a comma-
                      separated list of them, or all (default fp32)
-  --chiplet N        the chiplet whose HBM and command ring are used (default 0)
+  --chiplet N        only chiplet N: all of x and y in its HBM, one stream
+                     (default: every chiplet of the card)
   --device PATH      the node, e.g. /dev/accel/accel1 (default: the first card)
   --scale F          the factor of SCALE (default 0.375)
   --seed N           seed of the pseudo-random inputs (default 1)
@@ -41,9 +50,9 @@ Exit status:
   1  the card's result is wrong (beyond the bound)
   2  usage error
   3  the rbln driver is not loaded
-  4  no rbln card
+  4  no rbln card (or --device is not one)
   5  permission denied on the node
-  6  another error (a kernel call, the job failed on the card, a timeout)
+  6  another error (a kernel call, a job failed on the card, a timeout)
 )";
 
 template <typename T> T parse_number(std::string_view text, std::string_view what) {
@@ -117,71 +126,95 @@ std::string dims(std::uint64_t a, std::uint64_t b) {
     return std::to_string(a) + "x" + std::to_string(b);
 }
 
-int exit_for(const Error& e) {
-    switch (e.code()) {
-    case Errc::DriverNotLoaded:
-        return kExitDriverNotLoaded;
-    case Errc::NoDevice:
-        return kExitNoDevice;
-    case Errc::PermissionDenied:
-        return kExitPermission;
-    default:
-        return kExitError;
-    }
+// "chiplet 3", "chiplets 0-3", "chiplets 0, 2"
+std::string chiplet_list(const std::vector<Slice>& slices) {
+    if (slices.size() == 1)
+        return "chiplet " + std::to_string(slices.front().chiplet);
+    bool run = true;
+    for (std::size_t i = 1; i < slices.size(); i++)
+        run = run && slices[i].chiplet == slices[i - 1].chiplet + 1;
+    if (run)
+        return "chiplets " + std::to_string(slices.front().chiplet) + "-" +
+               std::to_string(slices.back().chiplet);
+    std::string out = "chiplets ";
+    for (std::size_t i = 0; i < slices.size(); i++)
+        out += (i > 0 ? ", " : "") + std::to_string(slices[i].chiplet);
+    return out;
 }
 
-std::unique_ptr<KernelInterface> open_card(const Options& o, const DeviceOpener& opener) {
-    std::string path;
-    if (o.device) {
-        path = *o.device;
-    } else {
-        DiscoveryOptions d;
-        d.opener = opener;
-        const Discovery found = discover(d);
-        if (found.cards.empty())
-            throw Error(Errc::NoDevice, "discovery", "/sys/class/accel", 0,
-                        "the rbln driver is loaded but no card is bound to it");
-        path = found.cards.front().accel_node;
+// "64 rows of x each", "64 or 65 rows of x each"
+std::string rows_each(const std::vector<Slice>& slices) {
+    std::uint64_t lo = slices.front().rows;
+    std::uint64_t hi = lo;
+    for (const Slice& s : slices) {
+        lo = std::min(lo, s.rows);
+        hi = std::max(hi, s.rows);
     }
-    auto k = opener ? opener(path) : open_kernel_device(path);
-    return std::move(k).value(); // throws the open's Error
+    return (lo == hi ? std::to_string(lo) : std::to_string(lo) + " or " + std::to_string(hi)) +
+           (hi == 1 ? " row" : " rows") + " of x each";
 }
 
-std::string_view family_name(std::uint32_t family) {
-    switch (family) {
-    case RBLN_FAMILY_REBEL100:
-        return family_display_name(Family::Rebel100);
-    case RBLN_FAMILY_ATOM:
-        return family_display_name(Family::Atom);
-    default:
-        return family_display_name(Family::Unknown);
+// "2.9 ms on chiplet 0, 3.0 ms on chiplet 1": the growth of each chiplet's
+// counter between @before and @after; "" if nothing is known.
+std::string ring_use(const BusyCounters& before, const BusyCounters& after) {
+    std::string out;
+    for (std::size_t i = 0; i < after.size(); i++) {
+        const auto b = i < before.size() ? before[i] : std::nullopt;
+        if (!b || !after[i] || *after[i] <= *b)
+            continue;
+        out += (out.empty() ? "" : ", ") + duration(static_cast<double>(*after[i] - *b)) +
+               " on chiplet " + std::to_string(i);
     }
+    return out;
 }
 
-void report(std::ostream& out, const Options& o, DType t, const WorkloadResult& r) {
+void report(std::ostream& out, const Options& o, DType t, const WorkloadResult& r,
+            const std::string& rings) {
     const Shape& s = o.shape;
-    const CardTimes& c = r.card;
-    const double flops =
-        2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
     out << "== " << dtype_name(t) << ": x " << dims(s.m, s.k) << ", w " << dims(s.k, s.n) << ", y "
-        << dims(s.m, s.n) << ", chiplet " << o.chiplet << "\n";
-    out << "  buffers     host " << bytes(r.host_bytes) << " (x, w, y, timestamps, commands), HBM "
-        << bytes(r.hbm_bytes) << " (x, w, x@w, relu, y)\n";
-    out << "  job         " << r.packets << " packets, " << r.cmd_bytes << " bytes; queue "
-        << r.queue_id << ", seqno " << r.seqno << "\n";
-    if (c.total_ns == 0) {
-        out << "  card time   n/a (the TIMESTAMP packets stored no time)\n";
-    } else {
-        out << "  card time   copy in " << duration(static_cast<double>(c.copy_in_ns))
-            << ", matmul " << duration(static_cast<double>(c.matmul_ns));
+        << dims(s.m, s.n) << "; ";
+    if (r.slices.size() == 1)
+        out << "all on " << chiplet_list(r.slices) << "\n";
+    else
+        out << "x's rows split over " << chiplet_list(r.slices) << " (" << rows_each(r.slices)
+            << ")\n";
+    out << "  memory      pinned host " << bytes(r.host_bytes) << " (x, w, y); HBM "
+        << bytes(r.hbm_bytes) << " of storages ("
+        << (r.slices.size() == 1 ? "x, w, x@w, relu, y"
+                                 : "per chiplet: its rows of x, x@w, relu, y, and w")
+        << ")\n";
+    std::uint64_t jobs = 0;
+    for (const Slice& sl : r.slices)
+        jobs += sl.jobs;
+    out << "  streams     " << r.slices.size()
+        << (r.slices.size() == 1 ? " stream" : " streams, one per chiplet,") << " ran " << jobs
+        << " jobs (copies, MATMUL, RELU, SCALE, timing events)\n";
+    for (std::size_t i = 0; i < r.slices.size(); i++) {
+        const Slice& sl = r.slices[i];
+        const CardTimes& c = sl.card;
+        if (i == 0)
+            out << "  card time   per slice, between its events (the card's clock; a gap while "
+                   "the ring waited for the next job counts too):\n";
+        out << "              on chiplet " << sl.chiplet << ": ";
+        if (c.total_ns == 0) {
+            out << "n/a (the events stored no time)\n";
+            continue;
+        }
+        const double flops = 2.0 * static_cast<double>(sl.rows) * static_cast<double>(s.k) *
+                             static_cast<double>(s.n);
+        out << "copy in " << duration(static_cast<double>(c.copy_in_ns)) << ", matmul "
+            << duration(static_cast<double>(c.matmul_ns));
         if (c.matmul_ns > 0)
             out << " (" << number(flops / static_cast<double>(c.matmul_ns)) << " GFLOP/s)";
         out << ", relu+scale " << duration(static_cast<double>(c.relu_scale_ns)) << ", copy out "
-            << duration(static_cast<double>(c.copy_out_ns)) << "; job "
+            << duration(static_cast<double>(c.copy_out_ns)) << "; "
             << duration(static_cast<double>(c.total_ns)) << "\n";
     }
-    out << "  host time   SUBMIT to WAIT done "
-        << duration(static_cast<double>(r.submit_to_done.count()))
+    if (!rings.empty())
+        out << "  rings       busy " << rings
+            << " (this process's jobs, as the kernel counts them)\n";
+    out << "  host time   enqueue to done "
+        << duration(static_cast<double>(r.enqueue_to_done.count()))
         << "; CPU reference (double, one thread) "
         << duration(static_cast<double>(r.cpu_reference.count())) << "\n";
     const CheckResult& k = r.check;
@@ -201,6 +234,28 @@ void report(std::ostream& out, const Options& o, DType t, const WorkloadResult& 
         << " elements beyond their bound; first y[" << k.first_failed / s.n << "]["
         << k.first_failed % s.n << "] = " << number(k.first_failed_got, "%.9g") << ", expected "
         << number(k.first_failed_want, "%.9g") << " +- " << number(k.first_failed_bound) << "\n";
+}
+
+// The busy counters of this process's clients of the card at @pdev, summed
+// per chiplet (fdinfo drm-engine-chiplet<i>).
+BusyCounters own_ring_ns(const std::string& pdev) {
+    const SystemView system;
+    ClientScan scan = scan_clients(system);
+    const pid_t self = getpid();
+    std::erase_if(scan.clients, [&](const AccelClient& c) {
+        return c.info.pdev != pdev ||
+               std::none_of(c.holders.begin(), c.holders.end(),
+                            [&](const ClientHolder& h) { return h.pid == self; });
+    });
+    BusyCounters sum;
+    for (const auto& [id, counters] : read_client_busy(system, scan)) {
+        if (sum.size() < counters.size())
+            sum.resize(counters.size());
+        for (std::size_t i = 0; i < counters.size(); i++)
+            if (counters[i])
+                sum[i] = sum[i].value_or(0) + *counters[i];
+    }
+    return sum;
 }
 
 } // namespace
@@ -246,8 +301,8 @@ Options parse_options(std::span<const std::string_view> args) {
             o.dtypes = parse_dtypes(operand("--dtype"));
         } else if (is("--chiplet")) {
             o.chiplet = parse_number<unsigned>(operand("--chiplet"), "--chiplet");
-            if (o.chiplet >= RBLN_MAX_CHIPLETS)
-                throw UsageError("--chiplet: at most " + std::to_string(RBLN_MAX_CHIPLETS - 1));
+            if (*o.chiplet >= kMaxChiplets)
+                throw UsageError("--chiplet: at most " + std::to_string(kMaxChiplets - 1));
         } else if (is("--device")) {
             o.device = std::string(operand("--device"));
         } else if (is("--scale")) {
@@ -261,8 +316,43 @@ Options parse_options(std::span<const std::string_view> args) {
     return o;
 }
 
+Card open_process_card(const std::optional<std::string>& node) {
+    const Discovery found = discover(); // Errc::DriverNotLoaded
+    if (found.cards.empty())
+        throw Error(Errc::NoDevice, "discovery", "/sys/class/accel", 0,
+                    "the rbln driver is loaded but no card is bound to it");
+    const DeviceMapping mapping = Runtime::process().mapping();
+    const LogicalDevice* chosen = nullptr;
+    std::string visible;
+    for (const LogicalDevice& d : mapping.devices) {
+        if (!node || d.nodes.front() == *node) {
+            chosen = &d;
+            break;
+        }
+        visible += (visible.empty() ? "" : ", ") + d.nodes.front();
+    }
+    if (chosen == nullptr)
+        throw Error(Errc::NoDevice, "--device", node.value_or(""), 0,
+                    mapping.devices.empty()
+                        ? "no card is visible to this process (RBLN_VISIBLE_DEVICES hides them)"
+                        : "not a card this process can use; the visible ones: " + visible);
+    const LogicalDevice& d = *chosen;
+    const CardInfo& info = found.cards.at(d.physical_ids.front());
+    Card c;
+    c.device = Device::get(d.index);
+    c.allocator = &process_allocator(d.index);
+    c.node = d.nodes.front();
+    c.description = std::string(family_display_name(info.family)) + ", " +
+                    std::to_string(info.chiplet_count) +
+                    (info.chiplet_count == 1 ? " chiplet" : " chiplets") + ", firmware " +
+                    info.fw_version + ", firmware-iface " + std::to_string(info.fw_iface_major) +
+                    "." + std::to_string(info.fw_iface_minor);
+    c.ring_ns = [pdev = info.pci_bdf] { return own_ring_ns(pdev); };
+    return c;
+}
+
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
-        const DeviceOpener& opener) {
+        const CardOpener& opener) {
     Options o;
     try {
         o = parse_options(args);
@@ -275,22 +365,26 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         return kExitPass;
     }
     try {
-        const auto kernel = open_card(o, opener);
-        const DeviceIdentity id = query_device_identity(*kernel);
-        out << "rbln-demo: y = relu(x @ w) * " << number(o.scale, "%g") << " on " << kernel->path()
-            << " (" << family_name(id.family) << ", " << id.chiplet_count
-            << (id.chiplet_count == 1 ? " chiplet" : " chiplets") << ", firmware " << id.fw_version
-            << ", firmware-iface " << id.fw_iface_major << "." << id.fw_iface_minor << ")\n";
+        const Card card = opener ? opener(o.device) : open_process_card(o.device);
+        out << "rbln-demo: y = relu(x @ w) * " << number(o.scale, "%g") << " on " << card.node
+            << " (" << card.description << ")\n";
+        WorkloadOptions w;
+        w.shape = o.shape;
+        w.scale = o.scale;
+        w.seed = o.seed;
+        w.chiplets.clear();
+        if (o.chiplet)
+            w.chiplets.push_back(*o.chiplet);
+        else
+            for (unsigned c = 0; c < card.device->chiplet_count(); c++)
+                w.chiplets.push_back(c);
         int status = kExitPass;
         for (DType t : o.dtypes) {
-            WorkloadOptions w;
-            w.shape = o.shape;
             w.dtype = t;
-            w.chiplet = o.chiplet;
-            w.scale = o.scale;
-            w.seed = o.seed;
-            const WorkloadResult r = run_workload(*kernel, w);
-            report(out, o, t, r);
+            const BusyCounters before = card.ring_ns ? card.ring_ns() : BusyCounters{};
+            const WorkloadResult r = run_workload(card.device, *card.allocator, w);
+            const BusyCounters after = card.ring_ns ? card.ring_ns() : BusyCounters{};
+            report(out, o, t, r, ring_use(before, after));
             if (!r.check.pass())
                 status = kExitWrongResult;
         }
@@ -299,7 +393,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     } catch (const Error& e) {
         out.flush();
         err << "rbln-demo: " << e.what() << " [" << errc_name(e.code()) << "]\n";
-        return exit_for(e);
+        return tools::exit_status_for(e.code(), kExitError);
     }
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -12,28 +14,30 @@
 #include <vector>
 
 #include "dtype.hpp"
-#include "rbln/kernel.hpp"
+#include "exit_codes.hpp"
+#include "rbln/allocator.hpp"
+#include "rbln/device.hpp"
+#include "rbln/diagnostics.hpp"
 #include "reference.hpp"
 
 namespace rbln::demo {
 
-/// Exit status of rbln-demo (3..5 as rbln-smi's).
-enum Exit : int {
-    kExitPass = 0,
-    kExitWrongResult = 1, ///< the card's y is not within the bound
-    kExitUsage = 2,
-    kExitDriverNotLoaded = 3,
-    kExitNoDevice = 4,
-    kExitPermission = 5,
-    kExitError = 6, ///< anything else: a kernel call, the job on the card, a timeout
-};
+/// Exit status of rbln-demo: the tools' shared table
+/// (tools/common/exit_codes.hpp) and the demo's own.
+using tools::kExitDriverNotLoaded;
+using tools::kExitNoDevice;
+using tools::kExitPermission;
+using tools::kExitUsage;
+inline constexpr int kExitPass = tools::kExitOk;
+inline constexpr int kExitWrongResult = 1; ///< the card's y is not within the bound
+inline constexpr int kExitError = 6; ///< anything else: a kernel call, a job on the card, a timeout
 
 struct Options {
     bool help = false;
     Shape shape;
     std::vector<DType> dtypes{DType::Fp32};
-    unsigned chiplet = 0;
-    std::optional<std::string> device; ///< else the first card discovery finds
+    std::optional<unsigned> chiplet;   ///< only this chiplet; else all of the card's
+    std::optional<std::string> device; ///< else the first logical device
     float scale = 0.375F;
     std::uint64_t seed = 1;
 };
@@ -48,9 +52,29 @@ Options parse_options(std::span<const std::string_view> args);
 /// "M,K,N" with each in 1..65536; throws UsageError.
 Shape parse_shape(std::string_view text);
 
+/// The card the demo runs on: a logical device of the process, the caching
+/// allocator its storages come from, and what the report says about it.
+struct Card {
+    std::shared_ptr<Device> device;
+    DeviceAllocator* allocator = nullptr;
+    std::string node;        ///< "/dev/accel/accel0"
+    std::string description; ///< "Rebel100, 4 chiplets, firmware ..., firmware-iface 1.3"
+    /// Card time this process's jobs have spent on each chiplet's ring so
+    /// far (the kernel's count); empty if not known.
+    std::function<BusyCounters()> ring_ns;
+};
+
+/// Opens the card of --device (nullopt: logical device 0).
+using CardOpener = std::function<Card(const std::optional<std::string>& node)>;
+
+/// The process's card, as a framework opens it: the logical device whose
+/// node is @node (Device::get(), process_allocator()).  Errc::NoDevice if
+/// no card is visible or @node is none of them.
+Card open_process_card(const std::optional<std::string>& node);
+
 /// Runs rbln-demo: the report goes to @out, errors to @err; returns the
-/// exit status.  @opener opens the node (empty: the real one).
+/// exit status.  @opener opens the card (empty: open_process_card).
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
-        const DeviceOpener& opener = {});
+        const CardOpener& opener = {});
 
 } // namespace rbln::demo

@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "rbln_fw_cmd.h"
-
 namespace rbln::demo {
 
 std::string_view dtype_name(DType t) noexcept {
@@ -30,16 +28,16 @@ std::optional<DType> parse_dtype(std::string_view text) noexcept {
     return std::nullopt;
 }
 
-std::uint32_t fw_dtype(DType t) noexcept {
+ElementType element_type(DType t) noexcept {
     switch (t) {
     case DType::Fp32:
-        return RBLN_FW_DT_FP32;
+        return ElementType::Fp32;
     case DType::Fp16:
-        return RBLN_FW_DT_FP16;
+        return ElementType::Fp16;
     case DType::Bf16:
-        return RBLN_FW_DT_BF16;
+        return ElementType::Bf16;
     }
-    return 0;
+    return ElementType::Fp32;
 }
 
 std::size_t dtype_size(DType t) noexcept {

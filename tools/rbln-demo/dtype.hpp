@@ -11,6 +11,8 @@
 #include <span>
 #include <string_view>
 
+#include "rbln/storage.hpp"
+
 namespace rbln::demo {
 
 enum class DType { Fp32, Fp16, Bf16 };
@@ -19,8 +21,8 @@ enum class DType { Fp32, Fp16, Bf16 };
 std::string_view dtype_name(DType t) noexcept;
 /// The inverse of dtype_name(); nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view text) noexcept;
-/// RBLN_FW_DT_* of firmware-iface.
-std::uint32_t fw_dtype(DType t) noexcept;
+/// librbln's element type (whose values are firmware-iface's RBLN_FW_DT_*).
+ElementType element_type(DType t) noexcept;
 /// Bytes per element.
 std::size_t dtype_size(DType t) noexcept;
 /// Explicit mantissa bits (23, 10, 7).

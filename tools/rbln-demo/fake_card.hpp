@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // fake_card.hpp - a fake card for rbln-demo's host tests: librbln's
 // stateful FakeKernel (tests/umd/fake_kernel.hpp) for the uAPI's
-// bookkeeping, plus a small interpreter of the packets rbln-demo sends
-// (COPY, TIMESTAMP, LAUNCH of MATMUL, RELU and SCALE on dense tensors).
-// Every address a packet touches must lie in a buffer the SUBMIT listed (or
-// the command buffer), and device-read-only buffers cannot be written:
-// anything else is an MMU fault of the job, as on the card.  Tests can make
-// it get one element of the last COPY wrong, fail the job, or hold it.
+// bookkeeping, plus a small interpreter of the packets librbln sends for
+// the demo (NOP, COPY, TIMESTAMP, LAUNCH of MATMUL, RELU and SCALE on dense
+// tensors), run at SUBMIT.  Every address a packet touches must lie in a
+// buffer the SUBMIT listed (or the command buffer), and device-read-only
+// buffers cannot be written: anything else is an MMU fault of the job, as
+// on the card.  Tests can make it get one element of the first copy out
+// (HBM -> host) wrong, or fail the next job.
 #pragma once
 
 #include <algorithm>
@@ -35,18 +36,18 @@ public:
 
     // ---- test controls ----------------------------------------------------
 
-    /// Adds 1.0 to this element of the last COPY's destination after the job.
+    /// Adds 1.0 to this element (of type corrupt_type) of the first COPY
+    /// from HBM to host memory, counted from its destination.
     std::optional<std::size_t> corrupt_element;
+    DType corrupt_type = DType::Fp32;
     /// The next job fails with this errno (and without running).
     int fail_job = 0;
-    /// WAIT never sees a job done (a card that hangs).
-    bool never_done = false;
-    /// The buffer with this handle is not mapped for the card (its accesses fault).
-    std::optional<std::uint32_t> unmapped_handle;
-    /// Opcodes of the packets of the last job, in order.
-    std::vector<std::uint32_t> last_ops;
-    /// LAUNCH packets of the last job.
-    std::vector<rbln_fw_pkt_launch> last_launches;
+    /// Opcodes of every packet run, in order.
+    std::vector<std::uint32_t> ops;
+    /// Every LAUNCH packet run, in order.
+    std::vector<rbln_fw_pkt_launch> launches;
+    /// Chiplet masks of the queues made.
+    std::vector<std::uint32_t> queue_masks;
     /// The fake under it (bookkeeping, counters, injected failures).
     rbln::test::FakeKernel kernel;
 
@@ -75,13 +76,16 @@ public:
         const BoHandle h = kernel.bo_create(a);
         // The fake's memory behind the buffer is the card's view of it.
         const BoDescription d = kernel.bo_info(h.handle);
-        mem_[h.handle] =
-            Mem{h.device_va, h.size, static_cast<std::byte*>(kernel.mmap(d.mmap_offset, h.size)),
-                (a.flags & RBLN_BO_DEVICE_READ_ONLY) != 0};
+        mem_[h.handle] = Mem{h.device_va,
+                             h.size,
+                             static_cast<std::byte*>(kernel.mmap(d.mmap_offset, h.size)),
+                             has(a.flags, BoFlags::DeviceReadOnly),
+                             a.region == Region::Hbm,
+                             h.chiplet};
         return h;
     }
     BoDescription bo_info(std::uint32_t handle) override { return kernel.bo_info(handle); }
-    BoHandle bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) override {
+    BoHandle bo_userptr(void* addr, std::uint64_t size, UserptrFlags flags) override {
         return kernel.bo_userptr(addr, size, flags);
     }
     void gem_close(std::uint32_t handle) override {
@@ -92,7 +96,8 @@ public:
         return kernel.mmap(offset, size);
     }
     void munmap(void* addr, std::size_t size) override { kernel.munmap(addr, size); }
-    std::uint32_t queue_create(std::uint32_t mask, std::uint32_t priority) override {
+    std::uint32_t queue_create(std::uint32_t mask, QueuePriority priority) override {
+        queue_masks.push_back(mask);
         return kernel.queue_create(mask, priority);
     }
     void queue_destroy(std::uint32_t id) override { kernel.queue_destroy(id); }
@@ -109,8 +114,6 @@ public:
 
     WaitResult wait(const WaitArgs& a) override {
         WaitResult r = kernel.wait(a);
-        if (never_done)
-            return {false, 0};
         if (r.done && !a.sync)
             r.job_error = -job_errors_[{a.queue_id, a.seqno}];
         return r;
@@ -126,6 +129,8 @@ private:
         std::uint64_t size = 0;
         std::byte* ptr = nullptr;
         bool read_only = false;
+        bool hbm = false;
+        std::uint32_t chiplet = 0;
     };
     struct Fault {
         std::uint64_t va = 0;
@@ -141,7 +146,7 @@ private:
         for (const auto& [h, m] : mem_) {
             if (va < m.va || va - m.va >= m.size)
                 continue;
-            if (!allowed_.contains(h) || h == unmapped_handle || len > m.size - (va - m.va))
+            if (!allowed_.contains(h) || len > m.size - (va - m.va))
                 break;
             if (write && m.read_only) {
                 fault_ = Fault{va, write, RBLN_MMU_NO_WRITE};
@@ -205,33 +210,39 @@ private:
         }
     }
 
+    // The buffer @va lies in, if any.
+    const Mem* mem_at(std::uint64_t va) const {
+        for (const auto& [h, m] : mem_)
+            if (va >= m.va && va - m.va < m.size)
+                return &m;
+        return nullptr;
+    }
+
     int execute(const SubmitArgs& a) {
         allowed_.clear();
         allowed_.insert(a.cmd_handle);
         for (std::uint32_t h : a.bo_handles)
             allowed_.insert(h);
-        last_ops.clear();
-        last_launches.clear();
         const Mem& cmd = mem_.at(a.cmd_handle);
         const std::byte* p = cmd.ptr + a.cmd_offset;
         std::uint64_t off = 0;
-        std::optional<rbln_fw_pkt_copy> last_copy;
-        DType last_type = DType::Fp32;
         try {
             while (off < a.cmd_size) {
                 std::uint32_t hdr = 0;
                 std::memcpy(&hdr, p + off, 4);
                 const std::uint32_t op = RBLN_FW_PKT_OP(hdr);
                 const std::uint32_t bytes = RBLN_FW_PKT_BYTES(hdr);
-                last_ops.push_back(op);
+                ops.push_back(op);
                 if (bytes == 0 || off + bytes > a.cmd_size || RBLN_FW_PKT_FLAGS(hdr) != 0)
                     throw JobFault{EINVAL};
-                if (op == RBLN_FW_PKT_COPY && bytes == sizeof(rbln_fw_pkt_copy)) {
+                if (op == RBLN_FW_PKT_NOP) {
+                    // nothing to do
+                } else if (op == RBLN_FW_PKT_COPY && bytes == sizeof(rbln_fw_pkt_copy)) {
                     rbln_fw_pkt_copy c{};
                     std::memcpy(&c, p + off, sizeof(c));
                     const std::byte* src = at(c.src, c.size, false);
                     std::memmove(at(c.dst, c.size, true), src, c.size);
-                    last_copy = c;
+                    corrupt(c);
                 } else if (op == RBLN_FW_PKT_TIMESTAMP && bytes == sizeof(rbln_fw_pkt_timestamp)) {
                     rbln_fw_pkt_timestamp ts{};
                     std::memcpy(&ts, p + off, sizeof(ts));
@@ -240,9 +251,8 @@ private:
                 } else if (op == RBLN_FW_PKT_LAUNCH && bytes == sizeof(rbln_fw_pkt_launch)) {
                     rbln_fw_pkt_launch l{};
                     std::memcpy(&l, p + off, sizeof(l));
-                    last_launches.push_back(l);
+                    launches.push_back(l);
                     launch(l);
-                    last_type = dtype_of(l.dtype_out);
                 } else {
                     throw JobFault{EINVAL};
                 }
@@ -251,14 +261,28 @@ private:
         } catch (const JobFault& f) {
             return f.err;
         }
-        if (corrupt_element && last_copy) {
-            const std::span<std::byte> y(at(last_copy->dst, last_copy->size, true),
-                                         last_copy->size);
-            store(last_type, y, *corrupt_element, load(last_type, y, *corrupt_element) + 1.0F);
-        }
         return 0;
     }
 
+    // corrupt_element, on the first copy from HBM to host memory.
+    void corrupt(const rbln_fw_pkt_copy& c) {
+        const Mem* src = mem_at(c.src);
+        const Mem* dst = mem_at(c.dst);
+        if (!corrupt_element || src == nullptr || dst == nullptr || !src->hbm || dst->hbm)
+            return;
+        const std::span<std::byte> y(at(c.dst, c.size, true), c.size);
+        const std::size_t i = *std::exchange(corrupt_element, std::nullopt);
+        store(corrupt_type, y, i, load(corrupt_type, y, i) + 1.0F);
+    }
+
+public:
+    /// The chiplet whose HBM holds @va, nullopt if it is not in HBM.
+    std::optional<std::uint32_t> hbm_chiplet(std::uint64_t va) const {
+        const Mem* m = mem_at(va);
+        return m != nullptr && m->hbm ? std::optional(m->chiplet) : std::nullopt;
+    }
+
+private:
     std::map<std::uint32_t, Mem> mem_;
     std::set<std::uint32_t> allowed_;
     std::optional<Fault> fault_;

@@ -1,221 +1,179 @@
 // SPDX-License-Identifier: GPL-2.0
-// workload.cpp - the demo's job on the card (see workload.hpp).
+// workload.cpp - the demo's work through librbln (see workload.hpp).
 
 #include "workload.hpp"
 
-#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
-#include <ctime>
-#include <sstream>
-#include <vector>
+#include <optional>
+#include <string>
 
-#include "buffers.hpp"
-#include "cmdbuf.hpp"
-#include "drm/rbln_accel.h"
+#include "rbln/copy.hpp"
+#include "rbln/error.hpp"
+#include "rbln/ops.hpp"
+#include "rbln/storage.hpp"
+#include "rbln/stream.hpp"
 
 namespace rbln::demo {
 
 namespace {
 
-std::int64_t monotonic_ns() noexcept {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
+// The events between the phases of a slice: before the copy in, after it,
+// after MATMUL, after RELU + SCALE, after the copy out.
+constexpr std::size_t kEvents = 5;
 
-struct Named {
-    const char* name;
-    const DeviceBuffer* buf;
+// One slice's stream, storages and events, alive until its work is done.
+struct SliceWork {
+    Slice slice;
+    Stream stream;
+    std::shared_ptr<Storage> x, w, mm, relu, y;
+    std::array<Event, kEvents> events;
+
+    SliceWork(const std::shared_ptr<Device>& device, Slice s) : slice(s), stream(device) {}
 };
 
-std::string hex(std::uint64_t v) {
-    std::ostringstream s;
-    s << "0x" << std::hex << v;
-    return s.str();
+std::uint64_t event_ns(const Event& from, const Event& to) {
+    const double ms = Event::elapsed_time(from, to);
+    return ms > 0 ? static_cast<std::uint64_t>(std::llround(ms * 1e6)) : 0;
 }
 
-// What a job error (-errno in WAIT's job_error) means, per rbln_accel.h.
-std::string job_error_meaning(int err) {
-    switch (err) {
-    case EFAULT:
-        return "the card's MMU faulted on an access of the job";
-    case EINVAL:
-        return "the card refused a packet of the command buffer (bad packet)";
-    case EPERM:
-        return "the command buffer holds a privileged packet";
-    case EIO:
-        return "a DMA error on the card, or the job was aborted";
-    case ETIMEDOUT:
-        return "the job timed out on the card (a hang?)";
-    case ECANCELED:
-        return "the card was reset while the job ran";
-    default:
-        return "the job failed on the card";
+void check_chiplets(const Device& device, const WorkloadOptions& o) {
+    const unsigned count = device.chiplet_count();
+    if (o.chiplets.empty())
+        throw Error(Errc::InvalidArgument, "rbln-demo", "", 0, "no chiplet to run on");
+    for (unsigned c : o.chiplets)
+        if (c >= count)
+            throw Error(Errc::InvalidArgument, "--chiplet " + std::to_string(c),
+                        device.kernel().path(), 0,
+                        "the card has " + std::to_string(count) + " chiplet(s): pick one of 0.." +
+                            std::to_string(count - 1));
+}
+
+// The rows of x split as evenly as they go over @chiplets (the first ones
+// take one more); chiplets left without a row get no slice.
+std::vector<Slice> split_rows(std::uint64_t m, const std::vector<unsigned>& chiplets) {
+    std::vector<Slice> out;
+    const std::uint64_t n = chiplets.size();
+    std::uint64_t row = 0;
+    for (std::uint64_t i = 0; i < n; i++) {
+        Slice s;
+        s.chiplet = chiplets[i];
+        s.first_row = row;
+        s.rows = m / n + (i < m % n ? 1 : 0);
+        row += s.rows;
+        if (s.rows > 0)
+            out.push_back(s);
     }
+    return out;
 }
 
-// For an MMU fault: where, how, and in which of our buffers.
-std::string fault_detail(KernelInterface& kernel, std::span<const Named> bufs) {
-    drm_rbln_info_vm vm{};
-    try {
-        kernel.get_info(RBLN_INFO_VM, std::as_writable_bytes(std::span(&vm, 1)));
-    } catch (const Error& e) {
-        return std::string("; RBLN_INFO_VM: ") + e.what();
-    }
-    if ((vm.flags & RBLN_VM_FAULTED) == 0)
-        return "";
-    std::string out = "; first fault at device VA " + hex(vm.fault_va);
-    out += vm.fault_access == RBLN_ACCESS_WRITE ? " (write" : " (read";
-    static constexpr std::array<const char*, 8> kReasons = {"?",
-                                                            "not mapped",
-                                                            "read-only",
-                                                            "write-only",
-                                                            "bad page-table entry",
-                                                            "memory the card lacks",
-                                                            "no address space",
-                                                            "beyond 48 bits"};
-    out += ", ";
-    out += vm.fault_reason < kReasons.size() ? kReasons[vm.fault_reason] : "?";
-    out += ")";
-    for (const Named& b : bufs)
-        if (vm.fault_va >= b.buf->va() && vm.fault_va - b.buf->va() < b.buf->size())
-            return out + ", in buffer " + b.name + " at offset " + hex(vm.fault_va - b.buf->va());
-    return out + ", outside every buffer of the job";
-}
+// Enqueues slice @s's work on its stream: copy in, MATMUL, RELU, SCALE,
+// copy out, with an event before and after each phase.  Nothing waits.
+void enqueue_slice(SliceWork& s, const std::shared_ptr<Memory>& hx,
+                   const std::shared_ptr<Memory>& hw, const std::shared_ptr<Memory>& hy,
+                   const WorkloadOptions& o, std::size_t es) {
+    const Shape& sh = o.shape;
+    const auto rows = static_cast<std::int64_t>(s.slice.rows);
+    const auto k = static_cast<std::int64_t>(sh.k);
+    const auto n = static_cast<std::int64_t>(sh.n);
+    const std::uint64_t bx = s.slice.rows * sh.k * es;
+    const std::uint64_t bw = sh.k * sh.n * es;
+    const std::uint64_t by = s.slice.rows * sh.n * es;
 
-std::uint64_t elapsed(std::uint64_t from, std::uint64_t to) noexcept {
-    return to > from ? to - from : 0;
+    // Copies into a storage are device writes of all of it: device_use
+    // commits its memory on this stream and records the write.
+    s.events[0].record(s.stream);
+    copy(s.stream, CopyEndpoint::of(s.x->device_use(s.stream, DeviceAccess::Write)),
+         CopyEndpoint::of(hx, s.slice.first_row * sh.k * es, bx), true);
+    copy(s.stream, CopyEndpoint::of(s.w->device_use(s.stream, DeviceAccess::Write)),
+         CopyEndpoint::of(hw, 0, bw), true);
+    s.events[1].record(s.stream);
+    ops::matmul(s.stream, StorageView::contiguous(s.mm, {rows, n}),
+                StorageView::contiguous(s.x, {rows, k}), StorageView::contiguous(s.w, {k, n}));
+    s.events[2].record(s.stream);
+    ops::relu(s.stream, StorageView::whole(s.relu), StorageView::whole(s.mm));
+    ops::scale(s.stream, StorageView::whole(s.y), StorageView::whole(s.relu), o.scale);
+    s.events[3].record(s.stream);
+    copy(s.stream, CopyEndpoint::of(hy, s.slice.first_row * sh.n * es, by),
+         CopyEndpoint::of(s.y->device_use(s.stream, DeviceAccess::Read)), true);
+    s.events[4].record(s.stream);
 }
 
 } // namespace
 
-WorkloadResult run_workload(KernelInterface& kernel, const WorkloadOptions& o) {
-    const DeviceIdentity id = query_device_identity(kernel);
-    if (o.chiplet >= id.chiplet_count)
-        throw Error(Errc::InvalidArgument, "--chiplet " + std::to_string(o.chiplet), kernel.path(),
-                    0,
-                    "the card has " + std::to_string(id.chiplet_count) +
-                        " chiplet(s): pick one of 0.." + std::to_string(id.chiplet_count - 1));
-
-    const Shape s = o.shape;
+WorkloadResult run_workload(const std::shared_ptr<Device>& device, DeviceAllocator& allocator,
+                            const WorkloadOptions& o) {
+    check_chiplets(*device, o);
+    const Shape sh = o.shape;
     const DType t = o.dtype;
+    const ElementType et = element_type(t);
     const std::size_t es = dtype_size(t);
-    const std::uint64_t bx = s.m * s.k * es;
-    const std::uint64_t bw = s.k * s.n * es;
-    const std::uint64_t by = s.m * s.n * es;
-    constexpr std::uint64_t kStampsBytes = 4096;
 
-    // Host RAM: what the CPU writes and reads.  The card may only read x, w
-    // and the command buffer.
-    const DeviceBuffer hx(kernel, bx, RBLN_REGION_HOST, 0, RBLN_BO_DEVICE_READ_ONLY, true);
-    const DeviceBuffer hw(kernel, bw, RBLN_REGION_HOST, 0, RBLN_BO_DEVICE_READ_ONLY, true);
-    const DeviceBuffer hy(kernel, by, RBLN_REGION_HOST, 0, 0, true);
-    const DeviceBuffer stamps(kernel, kStampsBytes, RBLN_REGION_HOST, 0, 0, true);
-    // HBM of the chiplet: the tensors the kernels work on.
-    const DeviceBuffer dx(kernel, bx, RBLN_REGION_HBM, o.chiplet, 0, false);
-    const DeviceBuffer dw(kernel, bw, RBLN_REGION_HBM, o.chiplet, 0, false);
-    const DeviceBuffer dmm(kernel, by, RBLN_REGION_HBM, o.chiplet, 0, false);
-    const DeviceBuffer drelu(kernel, by, RBLN_REGION_HBM, o.chiplet, 0, false);
-    const DeviceBuffer dy(kernel, by, RBLN_REGION_HBM, o.chiplet, 0, false);
-
-    const std::vector<float> x = random_values(t, s.m * s.k, o.seed);
-    const std::vector<float> w = random_values(t, s.k * s.n, o.seed ^ 0x5deece66dULL);
+    // Pinned host memory: what the CPU writes and reads, and what the
+    // asynchronous copies move (plain pageable memory would make them
+    // synchronous, through librbln's staging buffer).
+    const auto hx = device->allocate_host(sh.m * sh.k * es);
+    const auto hw = device->allocate_host(sh.k * sh.n * es);
+    const auto hy = device->allocate_host(sh.m * sh.n * es);
+    const std::span<std::byte> x_bytes(hx->host_data(), sh.m * sh.k * es);
+    const std::span<std::byte> w_bytes(hw->host_data(), sh.k * sh.n * es);
+    const std::span<std::byte> y_bytes(hy->host_data(), sh.m * sh.n * es);
+    const std::vector<float> x = random_values(t, sh.m * sh.k, o.seed);
+    const std::vector<float> w = random_values(t, sh.k * sh.n, o.seed ^ 0x5deece66dULL);
     for (std::size_t i = 0; i < x.size(); i++)
-        store(t, hx.cpu(), i, x[i]);
+        store(t, x_bytes, i, x[i]);
     for (std::size_t i = 0; i < w.size(); i++)
-        store(t, hw.cpu(), i, w[i]);
+        store(t, w_bytes, i, w[i]);
     // All-ones bytes are a NaN in every type: an element the card does not
     // write fails the check.
-    std::memset(hy.cpu().data(), 0xff, by);
-    std::memset(stamps.cpu().data(), 0, kStampsBytes);
-
-    CommandBuffer cb;
-    const auto stamp = [&](unsigned i) { cb.timestamp(stamps.va() + 8ULL * i); };
-    stamp(0);
-    cb.copy(hx.va(), dx.va(), bx);
-    cb.copy(hw.va(), dw.va(), bw);
-    stamp(1);
-    cb.launch(matmul_launch(t, dx.va(), dw.va(), dmm.va(), s.m, s.k, s.n));
-    stamp(2);
-    cb.launch(relu_launch(t, dmm.va(), drelu.va(), s.m * s.n));
-    cb.launch(scale_launch(t, drelu.va(), dy.va(), s.m * s.n, o.scale));
-    stamp(3);
-    cb.copy(dy.va(), hy.va(), by);
-    stamp(4);
-
-    const DeviceBuffer cmd(kernel, cb.size(), RBLN_REGION_HOST, 0, RBLN_BO_DEVICE_READ_ONLY, true);
-    std::memcpy(cmd.cpu().data(), cb.bytes().data(), cb.size());
-
-    const std::array<Named, 9> bufs = {{{"x (host)", &hx},
-                                        {"w (host)", &hw},
-                                        {"y (host)", &hy},
-                                        {"timestamps (host)", &stamps},
-                                        {"x (HBM)", &dx},
-                                        {"w (HBM)", &dw},
-                                        {"x@w (HBM)", &dmm},
-                                        {"relu (HBM)", &drelu},
-                                        {"y (HBM)", &dy}}};
-    std::array<std::uint32_t, bufs.size()> handles{};
-    std::transform(bufs.begin(), bufs.end(), handles.begin(),
-                   [](const Named& b) { return b.buf->handle(); });
+    std::memset(y_bytes.data(), 0xff, y_bytes.size());
 
     WorkloadResult r;
-    r.packets = cb.packets();
-    r.cmd_bytes = cb.size();
-    for (const Named& b : bufs) {
-        if (b.buf->cpu().empty())
-            r.hbm_bytes += b.buf->size();
-        else
-            r.host_bytes += b.buf->size();
-    }
-    r.host_bytes += cmd.size();
-
-    const DeviceQueue queue(kernel, 1U << o.chiplet);
-    r.queue_id = queue.id();
-    SubmitArgs sub;
-    sub.queue_id = queue.id();
-    sub.cmd_handle = cmd.handle();
-    sub.cmd_size = static_cast<std::uint32_t>(cb.size());
-    sub.bo_handles = handles;
-    const std::int64_t t0 = monotonic_ns();
-    r.seqno = kernel.submit(sub);
-    WaitArgs wa;
-    wa.queue_id = queue.id();
-    wa.seqno = r.seqno;
-    wa.deadline_ns = t0 + std::chrono::nanoseconds(o.timeout).count();
-    const WaitResult done = kernel.wait(wa);
-    r.submit_to_done = std::chrono::nanoseconds(monotonic_ns() - t0);
-    if (!done.done)
-        throw Error(Errc::Timeout, "wait", kernel.path(), ETIME,
-                    "the job did not finish within " + std::to_string(o.timeout.count()) +
-                        " ms (is the card hung? see dmesg)");
-    if (done.job_error != 0) {
-        const int err = -done.job_error;
-        const char* name = strerrorname_np(err);
-        std::string msg = job_error_meaning(err) + " (" +
-                          (name != nullptr ? name : "errno " + std::to_string(err)) + ")";
-        if (err == EFAULT)
-            msg += fault_detail(kernel, bufs);
-        throw JobError("job " + std::to_string(r.seqno) + " on queue " + std::to_string(r.queue_id),
-                       kernel.path(), err, msg);
+    r.host_bytes = hx->size() + hw->size() + hy->size();
+    std::vector<std::unique_ptr<SliceWork>> work;
+    for (const Slice& s : split_rows(sh.m, o.chiplets)) {
+        auto& sw = *work.emplace_back(std::make_unique<SliceWork>(device, s));
+        StorageOptions so;
+        // The chiplet of the device's first NPU (its streams run there).
+        so.place = allocator.find_place(allocator.npu_of(0), s.chiplet);
+        const auto make = [&](std::uint64_t elements) {
+            r.hbm_bytes += elements * es;
+            return Storage::create(device, allocator, elements * es, et, so);
+        };
+        sw.x = make(s.rows * sh.k);
+        sw.w = make(sh.k * sh.n);
+        sw.mm = make(s.rows * sh.n);
+        sw.relu = make(s.rows * sh.n);
+        sw.y = make(s.rows * sh.n);
+        sw.slice.queue_id = sw.stream.queue_id();
     }
 
-    std::array<std::uint64_t, 5> ts{};
-    std::memcpy(ts.data(), stamps.cpu().data(), sizeof(ts));
-    r.card.copy_in_ns = elapsed(ts[0], ts[1]);
-    r.card.matmul_ns = elapsed(ts[1], ts[2]);
-    r.card.relu_scale_ns = elapsed(ts[2], ts[3]);
-    r.card.copy_out_ns = elapsed(ts[3], ts[4]);
-    r.card.total_ns = elapsed(ts[0], ts[4]);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto& sw : work)
+        enqueue_slice(*sw, hx, hw, hy, o, es);
+    for (auto& sw : work)
+        sw->stream.synchronize();
+    r.enqueue_to_done = std::chrono::steady_clock::now() - t0;
 
-    std::vector<float> y(s.m * s.n);
+    for (auto& sw : work) {
+        const auto& e = sw->events;
+        Slice& s = sw->slice;
+        s.jobs = sw->stream.last_job();
+        s.card.copy_in_ns = event_ns(e[0], e[1]);
+        s.card.matmul_ns = event_ns(e[1], e[2]);
+        s.card.relu_scale_ns = event_ns(e[2], e[3]);
+        s.card.copy_out_ns = event_ns(e[3], e[4]);
+        s.card.total_ns = event_ns(e[0], e[4]);
+        r.slices.push_back(s);
+    }
+
+    std::vector<float> y(sh.m * sh.n);
     for (std::size_t i = 0; i < y.size(); i++)
-        y[i] = load(t, hy.cpu(), i);
-
-    const std::int64_t c0 = monotonic_ns();
-    const Reference ref = reference(t, x, w, s, o.scale);
-    r.cpu_reference = std::chrono::nanoseconds(monotonic_ns() - c0);
+        y[i] = load(t, y_bytes, i);
+    const auto c0 = std::chrono::steady_clock::now();
+    const Reference ref = reference(t, x, w, sh, o.scale);
+    r.cpu_reference = std::chrono::steady_clock::now() - c0;
     r.check = check(y, ref);
     return r;
 }

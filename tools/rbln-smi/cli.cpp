@@ -3,21 +3,17 @@
 
 #include "cli.hpp"
 
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <fcntl.h>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "format.hpp"
-#include "rbln/detail/unique_fd.hpp"
+#include "rbln/diagnostics.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/fdinfo.hpp"
-#include "rbln/fw_ctrl.hpp"
 #include "rbln/version.hpp"
 #include "utilization.hpp"
 
@@ -127,31 +123,8 @@ Options parse(std::span<const std::string_view> args) {
     return o;
 }
 
-// The first 4 KiB of the file (a control block or a BAR dump starting with one).
-std::vector<std::byte> read_head(const std::string& path, std::size_t limit) {
-    const detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        throw Error::from_errno("open", path, errno);
-    std::vector<std::byte> data(limit);
-    std::size_t got = 0;
-    while (got < limit) {
-        const ssize_t n = ::read(fd.get(), data.data() + got, limit - got);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            throw Error::from_errno("read", path, errno);
-        }
-        if (n == 0)
-            break;
-        got += static_cast<std::size_t>(n);
-    }
-    data.resize(got);
-    return data;
-}
-
 int dump_control_block(const Options& o, std::ostream& out) {
-    const auto bytes = read_head(*o.control_block, 4096);
-    const auto cb = fw::parse_control_block(bytes, *o.control_block).value();
+    const fw::ControlBlock cb = read_control_block(*o.control_block);
     out << (o.json ? render_control_block_json(cb) : render_control_block(cb));
     return kExitOk;
 }
@@ -173,7 +146,7 @@ bool worth_warning(const CardInfo& c) {
 
 // The first sample of the busy counters, with its own scan of the clients
 // (a scan that fails here is reported by the second one).
-CounterSample first_sample(const Sysfs& sys, const SampleClock& clock) {
+CounterSample first_sample(const SystemView& sys, const SampleClock& clock) {
     std::optional<ClientScan> scan;
     try {
         scan = scan_clients(sys);
@@ -196,16 +169,7 @@ void wait_until(const Environment& env, const SampleClock& clock,
 } // namespace
 
 int exit_code_for(const Error& error) noexcept {
-    switch (error.code()) {
-    case Errc::DriverNotLoaded:
-        return kExitDriverNotLoaded;
-    case Errc::NoDevice:
-        return kExitNoDevice;
-    case Errc::PermissionDenied:
-        return kExitPermission;
-    default:
-        return kExitError;
-    }
+    return tools::exit_status_for(error.code(), kExitError);
 }
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err,
@@ -231,11 +195,11 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             return dump_control_block(o, out);
 
         const auto t0 = std::chrono::steady_clock::now();
-        const Sysfs sys(o.root, env.char_device_probe);
+        const SystemView sys{o.root, env.char_device_probe};
         const SampleClock clock = env.clock ? env.clock : SampleClock(monotonic_now);
         // The first sample before discovery, so the interval overlaps it.
         std::optional<CounterSample> first;
-        if (!o.list && o.interval_ms > 0 && sys.exists("/sys/module/rbln"))
+        if (!o.list && o.interval_ms > 0 && driver_loaded(sys))
             first = first_sample(sys, clock);
 
         DiscoveryOptions options;

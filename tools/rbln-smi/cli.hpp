@@ -8,20 +8,20 @@
 #include <span>
 #include <string_view>
 
+#include "exit_codes.hpp"
+#include "rbln/diagnostics.hpp"
 #include "rbln/error.hpp"
-#include "rbln/sysfs.hpp"
 
 namespace rbln::smi {
 
-/// Exit codes (also in --help and README.md).
-enum ExitCode : int {
-    kExitOk = 0,
-    kExitError = 1,
-    kExitUsage = 2,
-    kExitDriverNotLoaded = 3,
-    kExitNoDevice = 4,
-    kExitPermission = 5,
-};
+/// Exit codes (also in --help and README.md): the tools' shared table
+/// (tools/common/exit_codes.hpp), and 1 for any other error.
+using tools::kExitDriverNotLoaded;
+using tools::kExitNoDevice;
+using tools::kExitOk;
+using tools::kExitPermission;
+using tools::kExitUsage;
+inline constexpr int kExitError = 1;
 
 /// The exit code for an error of librbln.
 int exit_code_for(const Error& error) noexcept;

@@ -177,27 +177,10 @@ std::vector<std::string> process_lines(const Discovery& d, const ClientScan& sca
     return lines;
 }
 
-void optional_value(JsonWriter& w, std::optional<std::uint64_t> v) {
-    if (v)
-        w.value(*v);
-    else
-        w.null();
-}
-
 void region_json(JsonWriter& w, const RegionUsage& r) {
-    w.key("total_bytes");
-    optional_value(w, r.total_bytes);
-    w.key("shared_bytes");
-    optional_value(w, r.shared_bytes);
-    w.key("resident_bytes");
-    optional_value(w, r.resident_bytes);
-}
-
-void optional_value(JsonWriter& w, std::optional<unsigned> v) {
-    if (v)
-        w.value(*v);
-    else
-        w.null();
+    w.member("total_bytes", r.total_bytes);
+    w.member("shared_bytes", r.shared_bytes);
+    w.member("resident_bytes", r.resident_bytes);
 }
 
 void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
@@ -213,40 +196,28 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
     for (const auto& client : scan->clients) {
         const auto card = card_of(d, client);
         w.begin_object();
-        w.key("pid");
-        w.value(static_cast<std::int64_t>(client.pid));
-        w.key("name");
-        w.value(client.comm);
+        w.member("pid", static_cast<std::int64_t>(client.pid));
+        w.member("name", client.comm);
         w.key("holders");
         w.begin_array();
         for (const auto& h : client.holders) {
             w.begin_object();
-            w.key("pid");
-            w.value(static_cast<std::int64_t>(h.pid));
-            w.key("name");
-            w.value(h.comm);
+            w.member("pid", static_cast<std::int64_t>(h.pid));
+            w.member("name", h.comm);
             w.end_object();
         }
         w.end_array();
-        w.key("card_index");
-        if (card)
-            w.value(*card);
-        else
-            w.null();
-        w.key("pci_bdf");
-        w.value(client.info.pdev);
-        w.key("accel_minor");
-        w.value(client.accel_minor);
-        w.key("client_id");
-        optional_value(w, client.info.client_id);
+        w.member("card_index", card);
+        w.member("pci_bdf", client.info.pdev);
+        w.member("accel_minor", client.accel_minor);
+        w.member("client_id", client.info.client_id);
         w.key("hbm");
         w.begin_array();
         const std::size_t n =
             std::max(card ? d.cards[*card].chiplets.size() : 0, client.info.hbm.size());
         for (std::size_t i = 0; i < n; i++) {
             w.begin_object();
-            w.key("chiplet");
-            w.value(static_cast<std::uint64_t>(i));
+            w.member("chiplet", static_cast<std::uint64_t>(i));
             region_json(w, i < client.info.hbm.size() ? client.info.hbm[i] : RegionUsage{});
             w.end_object();
         }
@@ -259,12 +230,9 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
              i++) {
             const ChipletBusy b = i < engines ? (*busy)[i] : ChipletBusy{};
             w.begin_object();
-            w.key("chiplet");
-            w.value(static_cast<std::uint64_t>(i));
-            w.key("busy_ns");
-            optional_value(w, b.busy_ns);
-            w.key("utilization_percent");
-            optional_value(w, b.percent);
+            w.member("chiplet", static_cast<std::uint64_t>(i));
+            w.member("busy_ns", b.busy_ns);
+            w.member("utilization_percent", b.percent);
             w.end_object();
         }
         w.end_array();
@@ -272,17 +240,13 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
         w.begin_object();
         region_json(w, client.info.host);
         w.end_object();
-        w.key("pinned_bytes");
-        optional_value(w, client.info.pinned_bytes);
-        w.key("asid");
-        optional_value(w, client.info.asid);
-        w.key("mmu_faults");
-        optional_value(w, client.info.mmu_faults);
+        w.member("pinned_bytes", client.info.pinned_bytes);
+        w.member("asid", client.info.asid);
+        w.member("mmu_faults", client.info.mmu_faults);
         w.end_object();
     }
     w.end_array();
-    w.key("processes_not_inspected");
-    w.value(scan->processes_denied);
+    w.member("processes_not_inspected", scan->processes_denied);
 }
 
 } // namespace
@@ -497,21 +461,16 @@ std::string render_list(const Discovery& d) {
 std::string render_json(const Discovery& d, const ClientScan* clients, const Utilization* util) {
     JsonWriter w;
     w.begin_object();
-    w.key("schema_version");
-    w.value(2);
+    w.member("schema_version", 2);
     w.key("driver");
     w.begin_object();
-    w.key("name");
-    w.value(d.driver.name);
-    w.key("version");
-    w.value(d.driver.version);
+    w.member("name", d.driver.name);
+    w.member("version", d.driver.version);
     w.end_object();
     w.key("library");
     w.begin_object();
-    w.key("name");
-    w.value("librbln");
-    w.key("version");
-    w.value(library_version());
+    w.member("name", "librbln");
+    w.member("version", library_version());
     w.end_object();
     w.key("utilization_sample_ns");
     if (util != nullptr && util->interval)
@@ -522,74 +481,43 @@ std::string render_json(const Discovery& d, const ClientScan* clients, const Uti
     w.begin_array();
     for (const auto& c : d.cards) {
         w.begin_object();
-        w.key("index");
-        w.value(c.index);
-        w.key("family");
-        w.value(c.family_name);
-        w.key("accel_node");
-        w.value(c.accel_node);
-        w.key("pci_bdf");
-        w.value(c.pci_bdf);
-        w.key("numa_node");
-        w.value(c.numa_node);
-        w.key("chiplet_count");
-        w.value(c.chiplet_count);
-        w.key("temperature_mc");
-        if (c.temperature_mc)
-            w.value(*c.temperature_mc);
-        else
-            w.null();
-        w.key("power_uw");
-        if (c.power_uw)
-            w.value(*c.power_uw);
-        else
-            w.null();
-        w.key("hbm_total_bytes");
-        w.value(c.hbm_total_bytes);
-        w.key("hbm_used_bytes");
-        optional_value(w, c.hbm_used_bytes);
+        w.member("index", c.index);
+        w.member("family", c.family_name);
+        w.member("accel_node", c.accel_node);
+        w.member("pci_bdf", c.pci_bdf);
+        w.member("numa_node", c.numa_node);
+        w.member("chiplet_count", c.chiplet_count);
+        w.member("temperature_mc", c.temperature_mc);
+        w.member("power_uw", c.power_uw);
+        w.member("hbm_total_bytes", c.hbm_total_bytes);
+        w.member("hbm_used_bytes", c.hbm_used_bytes);
         const CardBusy* busy = util != nullptr ? util->card(c.pci_bdf) : nullptr;
-        w.key("utilization_percent");
-        optional_value(w, busy != nullptr ? busy->percent : std::nullopt);
+        w.member("utilization_percent", busy != nullptr ? busy->percent : std::nullopt);
         w.key("chiplets");
         w.begin_array();
         for (std::size_t i = 0; i < c.chiplets.size(); i++) {
             const ChipletInfo& ch = c.chiplets[i];
             const ChipletBusy* b = chiplet_busy(util, c, i);
             w.begin_object();
-            w.key("index");
-            w.value(ch.index);
-            w.key("hbm_total_bytes");
-            w.value(ch.hbm_total_bytes);
-            w.key("temperature_mc");
-            if (ch.temperature_mc)
-                w.value(*ch.temperature_mc);
-            else
-                w.null();
-            w.key("hbm_used_bytes");
-            optional_value(w, ch.hbm_used_bytes);
-            w.key("hbm_largest_free_bytes");
-            optional_value(w, ch.hbm_largest_free_bytes);
-            w.key("busy_ns");
-            optional_value(w, b != nullptr ? b->busy_ns : std::nullopt);
-            w.key("utilization_percent");
-            optional_value(w, b != nullptr ? b->percent : std::nullopt);
+            w.member("index", ch.index);
+            w.member("hbm_total_bytes", ch.hbm_total_bytes);
+            w.member("temperature_mc", ch.temperature_mc);
+            w.member("hbm_used_bytes", ch.hbm_used_bytes);
+            w.member("hbm_largest_free_bytes", ch.hbm_largest_free_bytes);
+            w.member("busy_ns", b != nullptr ? b->busy_ns : std::nullopt);
+            w.member("utilization_percent", b != nullptr ? b->percent : std::nullopt);
             w.end_object();
         }
         w.end_array();
-        w.key("fw_version");
-        w.value(c.fw_version);
-        w.key("fw_iface_version");
-        w.value(format_iface(c.fw_iface_major, c.fw_iface_minor));
-        w.key("serial");
-        w.value(c.serial);
+        w.member("fw_version", c.fw_version);
+        w.member("fw_iface_version", format_iface(c.fw_iface_major, c.fw_iface_minor));
+        w.member("serial", c.serial);
         w.key("uuid");
         if (c.uuid)
             w.value(format_uuid(*c.uuid));
         else
             w.null();
-        w.key("state");
-        w.value(c.state);
+        w.member("state", c.state);
         w.key("runtime_status");
         if (c.runtime_status.empty())
             w.null();
@@ -640,49 +568,31 @@ std::string render_control_block(const fw::ControlBlock& cb) {
 std::string render_control_block_json(const fw::ControlBlock& cb) {
     JsonWriter w;
     w.begin_object();
-    w.key("iface_version");
-    w.value(format_iface(cb.iface_major, cb.iface_minor));
-    w.key("ctrl_size_bytes");
-    w.value(cb.ctrl_size);
-    w.key("family");
-    w.value(cb.family == 1 ? "rebel100" : "atom");
-    w.key("chiplet_count");
-    w.value(cb.chiplet_count);
-    w.key("doorbell_peer_id");
-    w.value(cb.doorbell_peer_id);
-    w.key("num_vectors");
-    w.value(cb.num_vectors);
-    w.key("uuid");
-    w.value(format_uuid(cb.uuid));
-    w.key("serial");
-    w.value(cb.serial);
-    w.key("fw_version");
-    w.value(cb.fw_version);
-    w.key("bar_size_bytes");
-    w.value(cb.bar_size);
+    w.member("iface_version", format_iface(cb.iface_major, cb.iface_minor));
+    w.member("ctrl_size_bytes", cb.ctrl_size);
+    w.member("family", cb.family == 1 ? "rebel100" : "atom");
+    w.member("chiplet_count", cb.chiplet_count);
+    w.member("doorbell_peer_id", cb.doorbell_peer_id);
+    w.member("num_vectors", cb.num_vectors);
+    w.member("uuid", format_uuid(cb.uuid));
+    w.member("serial", cb.serial);
+    w.member("fw_version", cb.fw_version);
+    w.member("bar_size_bytes", cb.bar_size);
     w.key("hbm");
     w.begin_array();
     for (const auto& h : cb.hbm) {
         w.begin_object();
-        w.key("bar_offset_bytes");
-        w.value(h.bar_offset);
-        w.key("size_bytes");
-        w.value(h.size);
+        w.member("bar_offset_bytes", h.bar_offset);
+        w.member("size_bytes", h.size);
         w.end_object();
     }
     w.end_array();
-    w.key("fw_state");
-    w.value(fw::fw_state_name(cb.fw_state));
-    w.key("fault_code");
-    w.value(fw::fault_code_name(cb.fault_code));
-    w.key("fault_reason");
-    w.value(cb.fault_reason);
-    w.key("host_gen");
-    w.value(cb.host_gen);
-    w.key("host_ack");
-    w.value(cb.host_ack);
-    w.key("heartbeat");
-    w.value(cb.heartbeat);
+    w.member("fw_state", fw::fw_state_name(cb.fw_state));
+    w.member("fault_code", fw::fault_code_name(cb.fault_code));
+    w.member("fault_reason", cb.fault_reason);
+    w.member("host_gen", cb.host_gen);
+    w.member("host_ack", cb.host_ack);
+    w.member("heartbeat", cb.heartbeat);
     w.end_object();
     return w.finish();
 }

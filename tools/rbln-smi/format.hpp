@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "rbln/diagnostics.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/fdinfo.hpp"
-#include "rbln/fw_ctrl.hpp"
 #include "utilization.hpp"
 
 namespace rbln::smi {

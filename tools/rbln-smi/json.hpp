@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,20 @@ public:
     void value(unsigned number) { value(static_cast<std::uint64_t>(number)); }
     void value(bool flag);
     void null();
+
+    /// A member of an object: key() and value() in one.
+    template <typename T> void member(std::string_view name, const T& v) {
+        key(name);
+        value(v);
+    }
+    /// The same; an empty optional is null.
+    template <typename T> void member(std::string_view name, const std::optional<T>& v) {
+        key(name);
+        if (v)
+            value(*v);
+        else
+            null();
+    }
 
     /// The document; throws std::logic_error if an object or array is open.
     std::string finish() const;

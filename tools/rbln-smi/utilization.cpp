@@ -5,34 +5,11 @@
 #include "utilization.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 namespace rbln::smi {
 
 namespace {
-
-// More chiplet<i> directories than any card has: a name past this is not one.
-constexpr std::size_t kMaxChiplets = 64;
-
-// i of "chiplet<i>" (digits only: "chiplet_count" is not one), or nullopt.
-std::optional<std::size_t> chiplet_index(std::string_view name, std::string_view prefix) {
-    if (!name.starts_with(prefix))
-        return std::nullopt;
-    name.remove_prefix(prefix.size());
-    std::size_t i = 0;
-    const auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), i, 10);
-    if (name.empty() || ec != std::errc() || ptr != name.data() + name.size() || i >= kMaxChiplets)
-        return std::nullopt;
-    return i;
-}
-
-std::optional<std::uint64_t> read_counter(const Sysfs& sys, const std::string& path) {
-    auto text = sys.try_read(path);
-    if (!text.ok())
-        return std::nullopt; // absent (older rbln.ko) or gone with the card
-    return Sysfs::parse_u64(text.value(), sys.resolve(path).string());
-}
 
 // The part of @busy in @wall, clamped to 0..1; nullopt as for
 // utilization_percent().
@@ -106,98 +83,16 @@ std::chrono::nanoseconds monotonic_now() {
         std::chrono::steady_clock::now().time_since_epoch());
 }
 
-BusyCounters parse_engine_ns(std::string_view text) {
-    constexpr std::string_view kKey = "drm-engine-chiplet";
-    BusyCounters out;
-    while (!text.empty()) {
-        const std::size_t nl = text.find('\n');
-        std::string_view line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        const std::size_t colon = line.find(':');
-        if (colon == std::string_view::npos)
-            continue;
-        const auto index = chiplet_index(line.substr(0, colon), kKey);
-        if (!index)
-            continue;
-        std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-            value.remove_prefix(1);
-        std::uint64_t ns = 0;
-        const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), ns, 10);
-        if (ec != std::errc() || ptr == value.data() ||
-            std::string_view(ptr, value.data() + value.size() - ptr) != " ns")
-            continue; // malformed: ignored, like every fdinfo line
-        if (out.size() <= *index)
-            out.resize(*index + 1);
-        out[*index] = ns;
-    }
-    return out;
-}
-
-std::map<std::string, BusyCounters> read_card_busy(const Sysfs& sys) {
-    std::map<std::string, BusyCounters> cards;
-    for (const auto& accel : sys.list("/sys/class/accel", "accel")) {
-        const std::string dev = "/sys/class/accel/" + accel + "/device";
-        const std::string attrs = dev + "/rbln";
-        if (!sys.exists(attrs))
-            continue; // not an rbln card
-        std::string bdf;
-        try {
-            bdf = sys.resolved_basename(dev);
-        } catch (const Error&) {
-            continue; // went away while we looked
-        }
-        BusyCounters counters;
-        for (const auto& name : sys.list(attrs, "chiplet")) {
-            const auto i = chiplet_index(name, "chiplet");
-            if (!i)
-                continue;
-            if (counters.size() <= *i)
-                counters.resize(*i + 1);
-            std::string path = attrs;
-            path.append("/").append(name).append("/busy_ns");
-            counters[*i] = read_counter(sys, path);
-        }
-        cards.emplace(std::move(bdf), std::move(counters));
-    }
-    return cards;
-}
-
-std::map<ClientKey, BusyCounters> read_client_busy(const Sysfs& sys, const ClientScan& scan) {
-    std::map<ClientKey, BusyCounters> clients;
-    for (const auto& client : scan.clients) {
-        if (!client.info.client_id)
-            continue;
-        const std::string dir = "/proc/" + std::to_string(client.pid) + "/fdinfo";
-        auto names = sys.try_list(dir);
-        if (!names.ok())
-            continue; // the process is gone
-        for (const auto& name : names.value()) {
-            std::string path = dir;
-            path.append("/").append(name);
-            auto text = sys.try_read(path);
-            if (!text.ok())
-                continue;
-            const FdinfoRecord r = parse_fdinfo(text.value());
-            if (r.client_id != client.info.client_id || r.pdev != client.info.pdev)
-                continue;
-            clients.emplace(ClientKey{client.info.pdev, *client.info.client_id},
-                            parse_engine_ns(text.value()));
-            break;
-        }
-    }
-    return clients;
-}
-
-CounterSample take_sample(const Sysfs& sys, const ClientScan* scan, const SampleClock& clock) {
+CounterSample take_sample(const SystemView& system, const ClientScan* scan,
+                          const SampleClock& clock) {
     CounterSample s;
     auto t0 = clock();
-    s.cards = read_card_busy(sys);
+    s.cards = read_card_busy(system);
     auto t1 = clock();
     s.cards_time = t0 + (t1 - t0) / 2;
     if (scan != nullptr) {
         t0 = clock();
-        s.clients = read_client_busy(sys, *scan);
+        s.clients = read_client_busy(system, *scan);
         t1 = clock();
     }
     s.clients_time = t0 + (t1 - t0) / 2;
@@ -212,7 +107,7 @@ const CardBusy* Utilization::card(const std::string& bdf) const {
 const std::vector<ChipletBusy>* Utilization::client(const AccelClient& c) const {
     if (!c.info.client_id)
         return nullptr;
-    const auto it = clients.find(ClientKey{c.info.pdev, *c.info.client_id});
+    const auto it = clients.find(ClientId{c.info.pdev, *c.info.client_id});
     return it == clients.end() ? nullptr : &it->second;
 }
 

@@ -54,6 +54,7 @@ step "kselftests + rbln-smi, 2 ATOM cards" \
 step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
+	 '$top/build/cmake/tests/umd/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
 # These four cards speak firmware-iface 1.2, the previous firmware: the

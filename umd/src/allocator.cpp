@@ -44,7 +44,6 @@
 
 #include <unistd.h>
 
-#include "drm/rbln_accel.h"
 #include "rbln/allocator.hpp"
 
 namespace rbln {
@@ -1074,7 +1073,8 @@ std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
                     "its device memory is the parent's; use the spawn start method and "
                     "allocate in the new process");
     try {
-        const BoHandle bo = kernel_->bo_create(BoCreateArgs{size, RBLN_REGION_HBM, chiplet_, 0});
+        const BoHandle bo =
+            kernel_->bo_create(BoCreateArgs{size, Region::Hbm, chiplet_, BoFlags::None});
         return Segment{bo.handle, bo.device_va, size};
     } catch (const Error& e) {
         if (e.code() == Errc::OutOfMemory)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// kernel_device.cpp - the only code of librbln that issues ioctls.
+// kernel_device.cpp - the only code of librbln that issues ioctls (its
+// io_uring ring is kernel_uring.cpp); the uAPI structs are filled by
+// kernel_uapi.hpp.
 
 #include "rbln/kernel.hpp"
 
@@ -14,13 +16,13 @@
 
 #include <xf86drm.h>
 
-#include "drm/rbln_accel.h"
 #include "error_text.hpp"
+#include "kernel_uapi.hpp"
 #include "rbln/detail/unique_fd.hpp"
 
 namespace rbln {
 
-static_assert(kMaxChiplets == RBLN_MAX_CHIPLETS);
+using detail::uapi;
 
 namespace {
 
@@ -298,7 +300,13 @@ Result<std::unique_ptr<KernelDevice>> KernelDevice::open(const std::string& path
     detail::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     if (!fd)
         return Error::from_errno("open", path, errno);
+    return adopt(std::move(fd), path);
+}
 
+Result<std::unique_ptr<KernelDevice>> KernelDevice::adopt(detail::UniqueFd fd,
+                                                          const std::string& path) {
+    if (!fd)
+        return Error(Errc::InvalidArgument, "open", path, EBADF, "no descriptor to adopt");
     const std::unique_ptr<drmVersion, decltype(&drmFreeVersion)> v(drmGetVersion(fd.get()),
                                                                    &drmFreeVersion);
     if (!v)
@@ -340,9 +348,9 @@ void ioctl_or_throw(int fd, unsigned long request, T& args, KernelOp op, const s
 BoHandle KernelDevice::bo_create(const BoCreateArgs& a) {
     drm_rbln_bo_create args{};
     args.size = a.size;
-    args.region = a.region;
+    args.region = uapi(a.region);
     args.chiplet = a.chiplet;
-    args.flags = a.flags;
+    args.flags = uapi(a.flags);
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_CREATE, args, KernelOp::BoCreate, path_);
     return {args.handle, args.size, args.chiplet, args.device_va};
 }
@@ -351,14 +359,16 @@ BoDescription KernelDevice::bo_info(std::uint32_t handle) {
     drm_rbln_bo_info args{};
     args.handle = handle;
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_INFO, args, KernelOp::BoInfo, path_);
-    return {args.mmap_offset, args.size, args.device_va, args.region, args.chiplet, args.flags_out};
+    return {args.mmap_offset, args.size,
+            args.device_va,   static_cast<Region>(args.region),
+            args.chiplet,     static_cast<BoFlags>(args.flags_out)};
 }
 
-BoHandle KernelDevice::bo_userptr(void* addr, std::uint64_t size, std::uint32_t flags) {
+BoHandle KernelDevice::bo_userptr(void* addr, std::uint64_t size, UserptrFlags flags) {
     drm_rbln_bo_userptr args{};
     args.addr = reinterpret_cast<std::uintptr_t>(addr);
     args.size = size;
-    args.flags = flags;
+    args.flags = uapi(flags);
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_BO_USERPTR, args, KernelOp::BoUserptr, path_);
     return {args.handle, size, 0, args.device_va};
 }
@@ -384,10 +394,10 @@ void KernelDevice::munmap(void* addr, std::size_t size) {
         throw kernel_error(KernelOp::Munmap, path_, errno);
 }
 
-std::uint32_t KernelDevice::queue_create(std::uint32_t chiplet_mask, std::uint32_t priority) {
+std::uint32_t KernelDevice::queue_create(std::uint32_t chiplet_mask, QueuePriority priority) {
     drm_rbln_queue_create args{};
     args.chiplet_mask = chiplet_mask;
-    args.priority = priority;
+    args.priority = uapi(priority);
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_QUEUE_CREATE, args, KernelOp::QueueCreate, path_);
     return args.queue_id;
 }
@@ -401,39 +411,15 @@ void KernelDevice::queue_destroy(std::uint32_t queue_id) {
 }
 
 std::uint64_t KernelDevice::submit(const SubmitArgs& a) {
-    std::vector<drm_rbln_sync> in(a.in_syncs.size());
-    for (std::size_t i = 0; i < in.size(); i++) {
-        in[i].handle = a.in_syncs[i].handle;
-        in[i].point = a.in_syncs[i].point;
-    }
-    drm_rbln_submit args{};
-    args.queue_id = a.queue_id;
-    args.cmd_handle = a.cmd_handle;
-    args.cmd_size = a.cmd_size;
-    args.cmd_offset = a.cmd_offset;
-    args.bo_handles = reinterpret_cast<std::uintptr_t>(a.bo_handles.data());
-    args.bo_count = static_cast<std::uint32_t>(a.bo_handles.size());
-    args.bo_elem_size = sizeof(std::uint32_t);
-    args.in_syncs = reinterpret_cast<std::uintptr_t>(in.data());
-    args.in_count = static_cast<std::uint32_t>(in.size());
-    args.in_elem_size = sizeof(drm_rbln_sync);
-    args.out_handle = a.out.handle;
-    args.out_point = a.out.point;
+    std::vector<drm_rbln_sync> in;
+    detail::encode_syncs(a.in_syncs, in);
+    drm_rbln_submit args = detail::encode_submit(a, in);
     ioctl_or_throw(fd_.get(), DRM_IOCTL_RBLN_SUBMIT, args, KernelOp::Submit, path_);
     return args.seqno;
 }
 
 WaitResult KernelDevice::wait(const WaitArgs& a) {
-    drm_rbln_wait args{};
-    if (a.sync) {
-        args.flags = RBLN_WAIT_SYNCOBJ;
-        args.sync.handle = a.sync->handle;
-        args.sync.point = a.sync->point;
-    } else {
-        args.queue_id = a.queue_id;
-        args.seqno = a.seqno;
-    }
-    args.timeout_ns = a.deadline_ns;
+    drm_rbln_wait args = detail::encode_wait(a);
     // drmIoctl restarts on EINTR; the deadline is absolute, so that is safe.
     if (drmIoctl(fd_.get(), DRM_IOCTL_RBLN_WAIT, &args) != 0) {
         if (errno == ETIME)
@@ -455,6 +441,12 @@ void KernelDevice::syncobj_destroy(std::uint32_t handle) {
         return;
     if (drmSyncobjDestroy(fd_.get(), handle) != 0)
         throw kernel_error(KernelOp::SyncobjDestroy, path_, errno);
+}
+
+Result<std::unique_ptr<CommandRing>>
+KernelInterface::make_ring(unsigned /*entries*/, RingMode /*mode*/, unsigned /*sq_idle_ms*/) {
+    return Error(Errc::InvalidArgument, "io_uring_queue_init", path(), ENOTSUP,
+                 "not a real rbln node: no io_uring for it");
 }
 
 Result<std::unique_ptr<KernelInterface>> open_kernel_device(const std::string& path) {

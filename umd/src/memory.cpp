@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include "drm/rbln_accel.h"
-
 namespace rbln {
 
 BoMemory::BoMemory(Key /*key*/, std::shared_ptr<KernelInterface> kernel, MemoryKind kind,
@@ -29,7 +27,7 @@ std::shared_ptr<BoMemory> BoMemory::create_device(std::shared_ptr<KernelInterfac
                                                   std::optional<unsigned> chiplet) {
     BoCreateArgs a;
     a.size = size;
-    a.region = chiplet ? RBLN_REGION_HBM : RBLN_REGION_AUTO;
+    a.region = chiplet ? Region::Hbm : Region::Auto;
     a.chiplet = chiplet.value_or(0);
     const BoHandle bo = kernel->bo_create(a);
     return std::make_shared<BoMemory>(Key{}, std::move(kernel), MemoryKind::Device, bo, nullptr, 0);
@@ -39,7 +37,7 @@ std::shared_ptr<BoMemory> BoMemory::create_host(std::shared_ptr<KernelInterface>
                                                 std::uint64_t size) {
     BoCreateArgs a;
     a.size = size;
-    a.region = RBLN_REGION_HOST;
+    a.region = Region::Host;
     const BoHandle bo = kernel->bo_create(a);
     void* p = nullptr;
     try {
@@ -58,7 +56,7 @@ std::shared_ptr<BoMemory> BoMemory::create_host(std::shared_ptr<KernelInterface>
 
 std::shared_ptr<BoMemory> BoMemory::register_host(std::shared_ptr<KernelInterface> kernel,
                                                   void* data, std::uint64_t size) {
-    const BoHandle bo = kernel->bo_userptr(data, size, 0);
+    const BoHandle bo = kernel->bo_userptr(data, size, UserptrFlags::None);
     return std::make_shared<BoMemory>(Key{}, std::move(kernel), MemoryKind::HostRegistered, bo,
                                       static_cast<std::byte*>(data), 0);
 }

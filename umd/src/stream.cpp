@@ -7,19 +7,26 @@
 #include <string>
 
 #include "device_state.hpp"
-#include "drm/rbln_accel.h"
 #include "explain_hooks.hpp"
 
 namespace rbln {
 
 namespace detail {
 
+// A stream's priority is its kernel queue's (the same three values).
+static_assert(static_cast<std::uint32_t>(StreamPriority::Low) ==
+              static_cast<std::uint32_t>(QueuePriority::Low));
+static_assert(static_cast<std::uint32_t>(StreamPriority::Normal) ==
+              static_cast<std::uint32_t>(QueuePriority::Normal));
+static_assert(static_cast<std::uint32_t>(StreamPriority::High) ==
+              static_cast<std::uint32_t>(QueuePriority::High));
+
 StreamState::StreamState(Device& dev, StreamPriority priority) : device(dev) {
     dev.state().check_fork();
     std::uint32_t mask = dev.options().chiplet_mask;
     if (mask == 0)
         mask = dev.chiplet_count() >= 32 ? ~0u : (1u << dev.chiplet_count()) - 1;
-    queue_id = dev.kernel().queue_create(mask, static_cast<std::uint32_t>(priority));
+    queue_id = dev.kernel().queue_create(mask, static_cast<QueuePriority>(priority));
 }
 
 StreamState::~StreamState() {

@@ -18,146 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include <liburing.h>
-
-#include "drm/rbln_accel.h"
-
 namespace rbln {
 
 namespace {
 
-static_assert(sizeof(drm_rbln_submit) == 80, "the SUBMIT payload fills sqe->cmd");
-static_assert(sizeof(drm_rbln_wait) <= 80);
-
-// Where the 80-byte command payload of a 128-byte SQE starts.
-constexpr std::size_t kSqeCmdOffset = 48;
-constexpr std::size_t kSqeCmdBytes = 80;
-static_assert(offsetof(io_uring_sqe, addr3) == kSqeCmdOffset);
-
 // user_data of the start-up probe (records are pointers, never 1).
 constexpr std::uint64_t kProbeTag = 1;
-
-// The SQPOLL rings of this process share one polling thread: a new ring
-// attaches to a live one (IORING_SETUP_ATTACH_WQ), so N devices cost one
-// polling CPU, not N.  A ring leaves the list before it is closed, under
-// the mutex, so an fd read from the list stays that ring while the mutex is
-// held.
-struct SqpollRings {
-    std::mutex mutex;
-    std::vector<int> fds;
-};
-
-SqpollRings& sqpoll_rings() {
-    // Never destroyed: devices may close their rings during static
-    // destruction, after a static list would be gone.
-    static SqpollRings* const rings = std::make_unique<SqpollRings>().release();
-    return *rings;
-}
-
-class IoUring final : public CommandRing {
-public:
-    IoUring(int fd, io_uring ring, unsigned setup_flags)
-        : fd_(fd), ring_(ring), deferred_((setup_flags & IORING_SETUP_DEFER_TASKRUN) != 0),
-          taskrun_flag_((setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0),
-          sqpoll_((setup_flags & IORING_SETUP_SQPOLL) != 0) {
-        if (sqpoll_) {
-            SqpollRings& r = sqpoll_rings();
-            const std::lock_guard<std::mutex> lock(r.mutex);
-            r.fds.push_back(ring_.ring_fd);
-        }
-    }
-    IoUring(const IoUring&) = delete;
-    IoUring& operator=(const IoUring&) = delete;
-    IoUring(IoUring&&) = delete;
-    IoUring& operator=(IoUring&&) = delete;
-    ~IoUring() override {
-        std::unique_lock<std::mutex> lock; // SQPOLL: out of the list, then closed
-        if (sqpoll_) {
-            SqpollRings& r = sqpoll_rings();
-            lock = std::unique_lock<std::mutex>(r.mutex);
-            std::erase(r.fds, ring_.ring_fd);
-        }
-        io_uring_queue_exit(&ring_);
-    }
-
-    unsigned space() const override { return io_uring_sq_space_left(&ring_); }
-
-    void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
-              std::uint64_t user_data) override {
-        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-        // SQPOLL: SQEs handed over stay taken until the polling thread has
-        // read them; wait for it (it is awake: the caller just submitted).
-        while (sqe == nullptr && sqpoll_) {
-            const int r = io_uring_sqring_wait(&ring_);
-            if (r < 0 && r != -EINTR)
-                throw Error::from_errno("io_uring_sqring_wait", "", -r);
-            sqe = io_uring_get_sqe(&ring_);
-        }
-        if (sqe == nullptr)
-            throw Error(Errc::Internal, "io_uring", "", 0, "the submission queue is full");
-        // Liburing 2.3 has no uring_cmd prep helper: all 128 bytes zero
-        // (__pad1 and uring_cmd_flags must be 0), the payload at byte 48.
-        auto* raw = reinterpret_cast<std::byte*>(sqe);
-        const std::size_t size = payload.size() < kSqeCmdBytes ? payload.size() : kSqeCmdBytes;
-        std::memset(raw, 0, kSqeCmdOffset);
-        std::memcpy(raw + kSqeCmdOffset, payload.data(), size);
-        if (size < kSqeCmdBytes)
-            std::memset(raw + kSqeCmdOffset + size, 0, kSqeCmdBytes - size);
-        sqe->opcode = IORING_OP_URING_CMD;
-        sqe->fd = fd_;
-        sqe->cmd_op = cmd_op;
-        sqe->user_data = user_data;
-    }
-
-    // With SQPOLL, liburing returns the SQEs the polling thread has not
-    // read yet (0..pushed), not how many it took: only an error counts.
-    int submit() override {
-        for (;;) {
-            const int r = io_uring_submit(&ring_);
-            if (r != -EINTR)
-                return r;
-        }
-    }
-
-    std::size_t drain(std::span<RingCompletion> out) override {
-        // DEFER_TASKRUN: completions are posted only when the issuer asks
-        // for events; TASKRUN_FLAG says whether any are waiting.
-        if (deferred_ &&
-            (!taskrun_flag_ || (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_TASKRUN) != 0))
-            io_uring_enter(ring_.ring_fd, 0, 0, IORING_ENTER_GETEVENTS, nullptr);
-        std::size_t n = 0;
-        unsigned head = 0;
-        io_uring_cqe* cqe = nullptr;
-        io_uring_for_each_cqe(&ring_, head, cqe) {
-            if (n == out.size())
-                break;
-            out[n].user_data = cqe->user_data;
-            out[n].res = cqe->res;
-            out[n].extra = cqe->big_cqe[0];
-            n++;
-        }
-        io_uring_cq_advance(&ring_, static_cast<unsigned>(n));
-        return n;
-    }
-
-    int wait_for_completion() override { return wait_for_completions(1); }
-
-    int wait_for_completions(unsigned want) override {
-        // Returns at once if @want CQEs are there; consumes none.
-        const int r =
-            io_uring_enter(ring_.ring_fd, 0, want == 0 ? 1 : want, IORING_ENTER_GETEVENTS, nullptr);
-        if (r < 0)
-            return errno == EINTR ? 0 : -errno;
-        return 0;
-    }
-
-private:
-    int fd_;
-    io_uring ring_;
-    bool deferred_;
-    bool taskrun_flag_;
-    bool sqpoll_;
-};
 
 std::int64_t monotonic_ns() {
     timespec ts{};
@@ -167,96 +33,29 @@ std::int64_t monotonic_ns() {
 
 } // namespace
 
-Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries) {
-    return make_io_uring(kernel, entries, RingMode::AnyThread);
-}
-
-Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
-                                                   RingMode mode, unsigned sq_idle_ms) {
-    auto* dev = dynamic_cast<KernelDevice*>(&kernel);
-    if (dev == nullptr)
-        return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), ENOTSUP,
-                     "not a real rbln node: no io_uring for it");
-    io_uring ring{};
-    unsigned flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
-    const char* what = "io_uring_queue_init(SQE128 | CQE32)";
-    int r = 0;
-    if (mode == RingMode::SingleIssuer) {
-        what = "io_uring_queue_init(SQE128 | CQE32 | SINGLE_ISSUER | DEFER_TASKRUN)";
-        flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-        r = io_uring_queue_init(entries, &ring, flags | IORING_SETUP_TASKRUN_FLAG);
-        if (r == 0)
-            flags |= IORING_SETUP_TASKRUN_FLAG;
-        else if (r == -EINVAL)
-            r = io_uring_queue_init(entries, &ring, flags);
-    } else if (mode == RingMode::SqPoll) {
-        if (sq_idle_ms == 0 || sq_idle_ms > kMaxSqpollIdleMs)
-            return Error(Errc::InvalidArgument, "io_uring_queue_init", kernel.path(), EINVAL,
-                         "an SQPOLL thread's idle time of " + std::to_string(sq_idle_ms) +
-                             " ms is outside 1.." + std::to_string(kMaxSqpollIdleMs));
-        what = "io_uring_queue_init(SQE128 | CQE32 | SQPOLL)";
-        flags |= IORING_SETUP_SQPOLL;
-        io_uring_params p{};
-        p.flags = flags;
-        p.sq_thread_idle = sq_idle_ms;
-        SqpollRings& rings = sqpoll_rings();
-        const std::lock_guard<std::mutex> lock(rings.mutex);
-        if (!rings.fds.empty()) {
-            // Share the polling thread of a live ring.  Refused (EPERM) for
-            // a ring of another process (inherited over fork): own thread.
-            io_uring_params attach = p;
-            attach.flags |= IORING_SETUP_ATTACH_WQ;
-            attach.wq_fd = static_cast<std::uint32_t>(rings.fds.front());
-            r = io_uring_queue_init_params(entries, &ring, &attach);
-        }
-        if (rings.fds.empty() || r < 0)
-            r = io_uring_queue_init_params(entries, &ring, &p);
-    } else {
-        r = io_uring_queue_init(entries, &ring, flags);
-    }
-    if (r < 0) {
-        const char* why =
-            -r == EPERM    ? "io_uring is disabled (sysctl kernel.io_uring_disabled)"
-            : -r == ENOSYS ? "the kernel has no io_uring"
-            : -r == EINVAL
-                ? (mode == RingMode::SingleIssuer ? "the kernel lacks SQE128/CQE32 or "
-                                                    "single-issuer deferred rings"
-                   : mode == RingMode::SqPoll     ? "the kernel lacks SQE128/CQE32 or SQPOLL rings"
-                                                  : "the kernel lacks SQE128/CQE32 rings")
-                : strerror(-r);
-        return Error(errc_from_errno(-r), what, kernel.path(), -r,
-                     std::string(why) + " (" + strerrorname_np(-r) + ")");
-    }
-    return std::unique_ptr<CommandRing>(std::make_unique<IoUring>(dev->fd(), ring, flags));
-}
-
 // ---- the Submitter -----------------------------------------------------------
 
 struct Submitter::Record {
     Job job;
-    std::vector<drm_rbln_sync> in; // the uAPI array SUBMIT points to
-    Channel* ch = nullptr;         // the job's queue (map nodes do not move)
-    std::uint64_t n = 0;           // channel job number
-    std::uint64_t seqno = 0;       // the kernel's (ioctl: at submit; io_uring: at completion)
+    Channel* ch = nullptr;   // the job's queue (map nodes do not move)
+    std::uint64_t n = 0;     // channel job number
+    std::uint64_t seqno = 0; // the kernel's (ioctl: at submit; io_uring: at completion)
     enum class State { Queued, InKernel, Done } state = State::Queued;
     int err = 0;
     bool refused = false;
 
-    drm_rbln_submit payload() const {
-        drm_rbln_submit a{};
+    // What the kernel gets for the job, on either path.  It points into
+    // @job, which lives until the job is done.
+    SubmitArgs args() const {
+        SubmitArgs a;
         a.queue_id = job.queue_id;
         a.flags = job.flags;
         a.cmd_handle = job.cmd_handle;
         a.cmd_size = job.cmd_size;
         a.cmd_offset = job.cmd_offset;
-        a.bo_handles = reinterpret_cast<std::uintptr_t>(job.bo_handles.data());
-        a.bo_count = static_cast<std::uint32_t>(job.bo_handles.size());
-        a.bo_elem_size = sizeof(std::uint32_t);
-        a.in_syncs = reinterpret_cast<std::uintptr_t>(in.data());
-        a.in_count = static_cast<std::uint32_t>(in.size());
-        a.in_elem_size = sizeof(drm_rbln_sync);
-        a.out_handle = job.out.handle;
-        a.out_point = job.out.point;
+        a.bo_handles = job.bo_handles;
+        a.in_syncs = job.in_syncs;
+        a.out = job.out;
         return a;
     }
 };
@@ -356,10 +155,8 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
                               : o.sqpoll_idle_ms > 0 ? RingMode::SqPoll
                                                      : RingMode::AnyThread;
         Result<std::unique_ptr<CommandRing>> made =
-            o.ring_factory ? o.ring_factory(*kernel_, o.ring_entries)
-                           : make_io_uring(*kernel_, o.ring_entries, mode, o.sqpoll_idle_ms);
-        const bool want_sqpoll = !o.ring_factory && mode == RingMode::SqPoll;
-        if (!made && want_sqpoll) {
+            kernel_->make_ring(o.ring_entries, mode, o.sqpoll_idle_ms);
+        if (!made && mode == RingMode::SqPoll) {
             // Without SQPOLL the jobs still go through io_uring.
             static std::once_flag logged;
             std::call_once(logged, [&] {
@@ -368,23 +165,19 @@ Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions o
                     "it: " +
                     std::string(made.error().what()));
             });
-            made = make_io_uring(*kernel_, o.ring_entries, RingMode::AnyThread);
-        } else if (made && want_sqpoll) {
-            s_->sqpoll = true;
+            made = kernel_->make_ring(o.ring_entries, RingMode::AnyThread, 0);
         }
-        if (made)
+        if (made) {
             ring = std::move(*made);
-        else
+            s_->sqpoll = ring->mode() == RingMode::SqPoll;
+        } else {
             s_->fallback_reason = made.error().what();
+        }
     }
     if (ring) {
         // Probe: a WAIT for queue 0 is -ENOENT from a kernel that serves
         // rbln uring_cmds; -EOPNOTSUPP / -EINVAL mean it does not.
-        drm_rbln_wait probe{};
-        ring->push(
-            RBLN_URING_CMD_WAIT,
-            std::span<const std::byte>(reinterpret_cast<const std::byte*>(&probe), sizeof(probe)),
-            kProbeTag);
+        ring->push_wait(WaitArgs{}, kProbeTag);
         int r = ring->submit();
         std::array<RingCompletion, 1> cqe{};
         while (r >= 0 && ring->drain(cqe) == 0)
@@ -497,7 +290,6 @@ void Submitter::complete(State& s, Record& r, int err, bool refused) {
         if (s.spare.size() < kSpareRecords) {
             done->job.bo_handles.clear();
             done->job.in_syncs.clear();
-            done->in.clear();
             s.spare.push_back(std::move(done));
         }
     }
@@ -543,13 +335,6 @@ std::uint64_t Submitter::enqueue(Job job) {
         rec = std::make_unique<Record>();
     }
     rec->job = std::move(job);
-    if (!rec->job.in_syncs.empty()) {
-        rec->in.resize(rec->job.in_syncs.size());
-        for (std::size_t i = 0; i < rec->in.size(); i++) {
-            rec->in[i].handle = rec->job.in_syncs[i].handle;
-            rec->in[i].point = rec->job.in_syncs[i].point;
-        }
-    }
     Channel& ch = channel_locked(rec->job.queue_id);
     rec->ch = &ch;
     rec->n = ++ch.last;
@@ -605,10 +390,7 @@ void Submitter::submit_uring(std::span<Record* const> batch) {
     for (Record* r : batch) {
         if (s.ring->space() == 0)
             hand_over();
-        const drm_rbln_submit p = r->payload();
-        s.ring->push(RBLN_URING_CMD_SUBMIT,
-                     std::span<const std::byte>(reinterpret_cast<const std::byte*>(&p), sizeof(p)),
-                     reinterpret_cast<std::uintptr_t>(r));
+        s.ring->push_submit(r->args(), reinterpret_cast<std::uintptr_t>(r));
         r->state = Record::State::InKernel;
         s.in_kernel++;
         pushed++;
@@ -621,16 +403,8 @@ void Submitter::submit_ioctl(std::span<Record* const> batch) {
     State& s = *s_;
     s.stats.batches++;
     for (Record* r : batch) {
-        SubmitArgs a;
-        a.queue_id = r->job.queue_id;
-        a.cmd_handle = r->job.cmd_handle;
-        a.cmd_size = r->job.cmd_size;
-        a.cmd_offset = r->job.cmd_offset;
-        a.bo_handles = r->job.bo_handles;
-        a.in_syncs = r->job.in_syncs;
-        a.out = r->job.out;
         try {
-            r->seqno = kernel_->submit(a);
+            r->seqno = kernel_->submit(r->args());
             r->state = Record::State::InKernel;
             s.in_kernel++;
         } catch (const Error& e) {

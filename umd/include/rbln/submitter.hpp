@@ -2,7 +2,7 @@
 // rbln/submitter.hpp - hands jobs (command buffers) to rbln.ko and learns
 // when they are done: one Submitter per open node (per logical device).
 //
-// Paths.  The hot path is an io_uring with 128-byte SQEs and 32-byte CQEs:
+// Paths.  The hot path is the node's io_uring (KernelInterface::make_ring):
 // a job is an RBLN_URING_CMD_SUBMIT whose CQE arrives when the job is done
 // (res = 0 or its -errno; big_cqe[0] = its seqno, 0 if SUBMIT refused it).
 // If the ring cannot be had (io_uring_setup fails: ENOSYS on an old kernel,
@@ -10,7 +10,9 @@
 // uring_cmd on the node (probed once at start), the Submitter uses the
 // ioctls SUBMIT and WAIT instead, says so once through the warning sink,
 // and behaves the same: the same batching, the same completion order, the
-// same errors at the same points.
+// same errors at the same points.  Both paths hand the kernel one
+// SubmitArgs per job, made from the Job the same way (flags, buffers,
+// in-syncs and out-sync alike); the Submitter knows no uAPI struct.
 //
 // Batching.  enqueue() only queues a job; the queued jobs go to the kernel
 // together (one io_uring_enter for the batch) when the batch is full
@@ -88,78 +90,14 @@
 
 namespace rbln {
 
-/// One CQE of a command ring.
-struct RingCompletion {
-    std::uint64_t user_data = 0;
-    std::int32_t res = 0;
-    std::uint64_t extra = 0; ///< big_cqe[0]
-};
-
-/// An io_uring (SQE128, CQE32) on an open node: the seam tests substitute.
-/// Not thread-safe by itself: Submitter calls push/submit/drain under its
-/// mutex and wait_for_completion() from the one reaping thread.
-class CommandRing {
-public:
-    CommandRing() = default;
-    CommandRing(const CommandRing&) = delete;
-    CommandRing& operator=(const CommandRing&) = delete;
-    CommandRing(CommandRing&&) = delete;
-    CommandRing& operator=(CommandRing&&) = delete;
-    virtual ~CommandRing() = default;
-
-    /// Free SQEs.
-    virtual unsigned space() const = 0;
-    /// Fills one SQE: IORING_OP_URING_CMD @cmd_op with @payload (<= 80 bytes).
-    /// Precondition: space() > 0.
-    virtual void push(std::uint32_t cmd_op, std::span<const std::byte> payload,
-                      std::uint64_t user_data) = 0;
-    /// Hands the pushed SQEs to the kernel; returns how many it took or -errno.
-    virtual int submit() = 0;
-    /// Moves up to out.size() available CQEs into @out; returns how many.
-    virtual std::size_t drain(std::span<RingCompletion> out) = 0;
-    /// Blocks until at least one CQE is available (consumes none); 0 or -errno.
-    virtual int wait_for_completion() = 0;
-    /// Blocks until @n CQEs not yet drained are available (or fewer, on a
-    /// signal: the caller re-checks); 0 or -errno.  Precondition: @n
-    /// completions are certain to come.  Default: wait_for_completion().
-    virtual int wait_for_completions(unsigned n) {
-        (void)n;
-        return wait_for_completion();
-    }
-};
-
-/// Makes the ring for an open node; an Error carries the errno of
-/// io_uring_setup (ENOSYS, EPERM, ...) when there is none.
-using RingFactory =
-    std::function<Result<std::unique_ptr<CommandRing>>(KernelInterface& kernel, unsigned entries)>;
-
-/// How a ring is set up: any thread submits and reaps (the default),
-/// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (only its maker's thread), or
-/// IORING_SETUP_SQPOLL (any thread; a kernel thread issues the SQEs).
-enum class RingMode { AnyThread, SingleIssuer, SqPoll };
-
-/// The longest polling time of an SQPOLL ring's thread librbln accepts (ms).
-inline constexpr unsigned kMaxSqpollIdleMs = 60000;
-
-/// The real io_uring on a KernelDevice's fd (Errc::InvalidArgument with
-/// ENOTSUP for another KernelInterface).
-Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries);
-/// The same in @mode (SingleIssuer: the calling thread is the issuer; also
-/// asks for IORING_SETUP_TASKRUN_FLAG, without it if the kernel refuses;
-/// SqPoll: the ring's thread polls @sq_idle_ms, 1..kMaxSqpollIdleMs, after
-/// the last submission before it sleeps).
-Result<std::unique_ptr<CommandRing>> make_io_uring(KernelInterface& kernel, unsigned entries,
-                                                   RingMode mode, unsigned sq_idle_ms = 50);
-
 struct SubmitterOptions {
-    RingFactory ring_factory; ///< empty: make_io_uring
     bool use_io_uring = true; ///< false: the ioctl path from the start
     unsigned ring_entries = 256;
     unsigned batch = 32;          ///< jobs per io_uring_enter (1: every job at once)
     unsigned max_in_flight = 512; ///< jobs in the kernel at once
     std::function<void(const std::string&)> warn; ///< empty: stderr, "librbln: ..."
     /// Only the constructing thread may submit and wait (see the threading
-    /// model above); an empty ring_factory then makes a SingleIssuer ring.
+    /// model above); the ring is then a RingMode::SingleIssuer one.
     bool single_issuer = false;
     /// > 0: an SQPOLL ring whose kernel thread polls this many ms after the
     /// last submission (see SQPOLL above; at most kMaxSqpollIdleMs; not
@@ -173,7 +111,7 @@ struct Job {
     std::uint32_t cmd_handle = 0;
     std::uint64_t cmd_offset = 0;
     std::uint32_t cmd_size = 0;
-    std::uint32_t flags = 0; ///< RBLN_SUBMIT_*
+    SubmitFlags flags = SubmitFlags::None;
     std::vector<std::uint32_t> bo_handles;
     std::vector<SyncPoint> in_syncs;
     SyncPoint out; ///< handle 0: none

@@ -11,19 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "rbln/diagnostics.hpp"
 #include "rbln/error.hpp"
 
 #include <sys/types.h>
 
 namespace rbln {
-
-/// Says what character device a path (already resolved into the root) is:
-/// its st_rdev, nullopt if the path is not a character device, or the
-/// error of stat() (NotFound, PermissionDenied, ...).  The real one is
-/// stat_char_device(); tests inject one, because a file in a fake tree
-/// cannot be a device node.
-using CharDeviceProbe =
-    std::function<Result<std::optional<dev_t>>(const std::filesystem::path& resolved)>;
 
 /// stat() (following symlinks, so /proc/<pid>/fd/<n> gives the open file).
 Result<std::optional<dev_t>> stat_char_device(const std::filesystem::path& resolved);

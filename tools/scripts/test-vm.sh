@@ -110,6 +110,7 @@ step "debug kernel: kselftests, 1 Rebel100 card" \
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
 	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
+	 '$top/build/cmake/tests/umd/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
 step "debug kernel: uAPI fuzzing, 30 s with card faults, 1 Rebel100 card" bash -c \

@@ -39,7 +39,7 @@ step() { # name, then the command
 	else
 		fail=$((fail + 1))
 		failed+=("$name")
-		echo "=== $name: FAILED (exit $rc)"
+		echo "=== $name: FAILED (exit $rc, $(( $(date +%s) - t0 ))s)"
 	fi
 }
 
@@ -92,10 +92,12 @@ step "DKMS-built module" bash -c \
 # slower: only the runner's --timeout grows here (2-3x the production
 # steps'); no job timeout needed raising.  Built once per machine and config
 # (a fresh clone: ~13 min on two idle cores), then cached under build/.
-# `make test` runs every kselftest once, the librbln VM tests and the uAPI
-# fuzzer with card faults; debug-full (make test-debug) adds the 2-ATOM
-# kselftests, the 4-ATOM firmware-1.2 step and the longer fuzz runs.
+# `make test` runs every kselftest once (1 card), the librbln VM tests, the
+# 4-ATOM firmware-1.2 step and 60 s of the uAPI fuzzer with card faults;
+# debug-full (make test-debug) adds the 2-ATOM kselftests and the fuzzer
+# without faults and with a client beside the faults.
 section=debug
+dbg_t0=$(date +%s)
 dbgvm=("$vm" -q --debug-kernel)
 step "debug kernel, and rbln.ko against it (built once per config, then cached)" \
 	"$top/tools/scripts/build-debug-kernel.sh"
@@ -113,14 +115,6 @@ step "debug kernel: librbln streams, events, copies, memory and host memory, 2 R
 	 '$top/build/cmake/tests/umd/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
-step "debug kernel: uAPI fuzzing, 30 s with card faults, 1 Rebel100 card" bash -c \
-	"'$top/tools/scripts/fuzz.sh' --build-only &&
-	 '$vm' -q --debug-kernel --timeout 900 --cpu max --modparams job_timeout_ms=200 -- \
-	 '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 30 faults"
-[ "$section" = debug ] && section=debug-extra	# debug-full only
-step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
-	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "debug kernel: librbln logical devices and fork, 4 ATOM cards of firmware-iface 1.2" \
 	"${dbgvm[@]}" --timeout 1200 --cards 4 --family atom --hbm 128M --modparams "$jobparams" \
 	--emu-arg --iface-minor=2 -- bash -c \
@@ -129,11 +123,20 @@ step "debug kernel: librbln logical devices and fork, 4 ATOM cards of firmware-i
 		-t mmu_fault_fails_the_job_and_every_later_job_of_the_client \
 		-t jobs_already_on_the_rings_behind_a_fault_fail_too &&
 	 '$top/build/cmake/tests/kselftest/rbln_release_test'"
+step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -c \
+	"'$top/tools/scripts/fuzz.sh' --build-only &&
+	 '$vm' -q --debug-kernel --timeout 900 --cpu max --modparams job_timeout_ms=200 -- \
+	 '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 faults"
+[ "$section" = debug ] && section=debug-extra	# debug-full only
+step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
+	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
+	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \
 	 \"'$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 &&
 	  '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 45 faults+client\""
+[ "$tier" = production ] || echo "=== debug-kernel tier: $(( $(date +%s) - dbg_t0 ))s"
 
 echo
 echo "vm-tests: $pass passed, $fail failed"

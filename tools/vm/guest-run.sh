@@ -28,7 +28,9 @@ dbg=/sys/kernel/debug
 # reads the files and fails the run): unload rbln.ko, so that its remove
 # path runs under the checkers and nothing it leaked stays referenced;
 # then two kmemleak scans a few seconds apart (an object is reported once
-# it has stayed unreferenced across scans); then the DMA-API error count.
+# it has stayed unreferenced across scans); then the DMA-API error count
+# and whether lockdep is still on (it turns itself off at its first report
+# or when it runs out of table space, and sees nothing after that).
 debug_checks() {
 	[ "${RBLN_VM_CHECKS:-0}" = 1 ] || return 0
 	local t0=$SECONDS
@@ -45,6 +47,8 @@ debug_checks() {
 		cat "$dbg/kmemleak" > "$res/kmemleak.txt"
 	fi
 	[ -r "$dbg/dma-api/error_count" ] && cat "$dbg/dma-api/error_count" > "$res/dma-api-errors"
+	[ -r /proc/lockdep_stats ] &&
+		sed -n 's/^ *debug_locks: *//p' /proc/lockdep_stats > "$res/debug-locks"
 	say "debug checks took $((SECONDS - t0))s"
 }
 

@@ -95,7 +95,9 @@ step "DKMS-built module" bash -c \
 # `make test` runs every kselftest once (1 card), the librbln VM tests, the
 # 4-ATOM firmware-1.2 step and 60 s of the uAPI fuzzer with card faults;
 # debug-full (make test-debug) adds the 2-ATOM kselftests and the fuzzer
-# without faults and with a client beside the faults.
+# without faults and with a client beside the faults.  Budget (2 cores,
+# kernel cached): make test's part ~15 min (the kselftests ~7 of them),
+# debug-full's ~25 min; the kernel build adds ~13 min once.
 section=debug
 dbg_t0=$(date +%s)
 dbgvm=("$vm" -q --debug-kernel)

@@ -153,7 +153,6 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 	struct rbln_device *rdev = st->rdev;
 	char hdr[96], op, *nl;
 	size_t hlen, n;
-	struct rbln_vm *vm;
 	u32 asid, len;
 	int sasid, slen;
 	u64 va;
@@ -185,13 +184,7 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 	}
 	st->len = 0;
 
-	/* vm_debug_lock keeps the VM from going away under the access. */
-	mutex_lock(&rdev->vm_debug_lock);
-	vm = xa_load(&rdev->vms, asid);
-	ret = vm ? rbln_vm_prepare(vm, va, len) : 0;
-	if (!ret)
-		ret = rbln_fw_debug_access(rdev, asid, op == 'w', va, st->buf, len);
-	mutex_unlock(&rdev->vm_debug_lock);
+	ret = rbln_vm_debug_access(rdev, asid, op == 'w', va, st->buf, len);
 	if (ret == -EFAULT)
 		/* The card posts the fault event before the completion. */
 		rbln_fw_process_events(rdev);

@@ -11,7 +11,6 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/dmapool.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -27,6 +26,8 @@
 
 #include "rbln_compat.h"
 #include "rbln_drv.h"
+#include "rbln_job.h"
+#include "rbln_queue.h"
 
 unsigned int rbln_boot_timeout_ms = 5000;
 module_param_named(boot_timeout_ms, rbln_boot_timeout_ms, uint, 0644);
@@ -206,6 +207,26 @@ static long rbln_compat_ioctl(struct file *filp, unsigned int cmd,
 #endif
 
 /*
+ * At release (the last reference to the file is gone: closed, or its
+ * process killed), before the buffers go.  Nobody can wait for the jobs
+ * the file left any more; what they write may still be seen elsewhere
+ * (shared user pages, exported buffers and syncobjs), so they get
+ * release_grace_ms to finish.  Then the file's address space runs
+ * nothing more (rbln_vm_close()): their fences get -ECANCELED.  So a
+ * job held by a WAIT that nobody will satisfy neither keeps the file's
+ * memory until the job timeout nor costs the other clients of its
+ * chiplet a ring reset.  A 1.2 card has no VM_ABORT: what it holds runs
+ * on as before.
+ */
+static void rbln_file_quiesce(struct rbln_file *rf)
+{
+	unsigned int busy = rbln_queues_wait(rf, rbln_release_grace_ms);
+
+	if (busy)
+		rbln_vm_close(&rf->vm, busy);
+}
+
+/*
  * The last reference to the file is gone: its jobs get release_grace_ms,
  * then the card cancels them, before drm_release() frees the buffers
  * (which waits for the jobs that use them).
@@ -298,29 +319,6 @@ static const struct drm_driver rbln_drm_driver = {
 	.patchlevel = RBLN_DRIVER_PATCHLEVEL,
 };
 
-static void rbln_pt_pool_fini(struct drm_device *drm, void *arg)
-{
-	dma_pool_destroy(to_rbln(drm)->pt_pool);
-}
-
-/*
- * Memory: HBM allocators and the page-table pool.  Both live as long as
- * the drm_device (open files may outlive the PCI binding), not the bind.
- */
-static int rbln_mem_init(struct rbln_device *rdev)
-{
-	int ret;
-
-	rdev->pt_pool = dma_pool_create("rbln-pt", &rdev->pdev->dev,
-					RBLN_FW_PAGE_SIZE, RBLN_FW_PAGE_SIZE, 0);
-	if (!rdev->pt_pool)
-		return -ENOMEM;
-	ret = drmm_add_action_or_reset(&rdev->drm, rbln_pt_pool_fini, NULL);
-	if (ret)
-		return ret;
-	return rbln_hbm_init(rdev);
-}
-
 static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 {
 	struct rbln_device *rdev;
@@ -346,17 +344,12 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = drmm_mutex_init(&rdev->drm, &rdev->telem_lock);
 	if (ret)
 		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->vm_debug_lock);
-	if (ret)
-		return ret;
 	ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
 	if (ret)
 		return ret;
-	xa_init_flags(&rdev->vms, XA_FLAGS_ALLOC1);
 	rbln_reset_init(rdev);
 	atomic64_set(&rdev->host_bytes, 0);
 	atomic64_set(&rdev->pinned_bytes, 0);
-	atomic64_set(&rdev->mmu_faults, 0);
 
 	ret = rbln_pci_map(rdev);
 	if (ret)
@@ -370,7 +363,10 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = rbln_fw_init(rdev);
 	if (ret)
 		return ret;
-	ret = rbln_mem_init(rdev);
+	/* Memory lives as long as the drm_device, not the bind. */
+	ret = rbln_vms_init(rdev);
+	if (!ret)
+		ret = rbln_hbm_init(rdev);
 	if (ret)
 		goto err_fw;
 	ret = rbln_rings_init(rdev);

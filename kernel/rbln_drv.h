@@ -31,6 +31,9 @@
 #include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
 
+#include "rbln_ring.h"
+#include "rbln_vm.h"
+
 #if defined(__BIG_ENDIAN)
 #error "rbln: firmware-iface records are little endian; big-endian hosts are not supported"
 #endif
@@ -112,35 +115,6 @@ struct rbln_hbm {
 	bool ready;
 };
 
-/*
- * Device VA layout of every VM: nothing below 4 GiB (catches small and
- * NULL-based addresses), 48-bit addresses above.
- */
-#define RBLN_VA_START		BIT_ULL(32)
-#define RBLN_VA_END		BIT_ULL(RBLN_FW_VA_BITS)
-
-struct rbln_pt;
-
-/* A client's device address space (rbln_vm.c, rbln_mmu.c). */
-struct rbln_vm {
-	struct rbln_device *rdev;
-	struct mutex lock;		/* mm, page tables, bound */
-	struct drm_mm mm;		/* VA allocator */
-	struct rbln_pt *root;
-	u32 asid;
-	bool bound;			/* the card knows the root */
-	bool closed;			/* its file is gone: run no more jobs */
-	u64 mapped_bytes;
-
-	/* MMU faults, under fault_lock (the event thread writes them) */
-	spinlock_t fault_lock;
-	u32 flags;			/* RBLN_VM_* of the uAPI */
-	u64 fault_count;
-	u64 fault_va;
-	u32 fault_access;
-	u32 fault_reason;
-};
-
 /* Per open file. */
 struct rbln_file {
 	struct rbln_device *rdev;
@@ -148,79 +122,6 @@ struct rbln_file {
 	struct xarray queues;		/* id -> struct rbln_queue */
 	atomic64_t busy_ns[RBLN_FW_MAX_CHIPLETS];	/* card time of its jobs */
 };
-
-/* Entries of each command ring. */
-#define RBLN_CMD_RING_ENTRIES	256
-
-/* A chiplet's command ring (rbln_job.c). */
-struct rbln_cmd_ring {
-	struct rbln_device *rdev;
-	u32 index;
-	u32 entries;
-	struct rbln_fw_job *jobs;
-	dma_addr_t jobs_dma;
-	struct rbln_fw_job_cpl *cpls;
-	dma_addr_t cpls_dma;
-	struct rbln_fw_ring_ctrl *ctrl;
-	dma_addr_t ctrl_dma;
-
-	spinlock_t lock;		/* everything below */
-	spinlock_t fence_lock;		/* of the hardware fences */
-	u32 tail;
-	u32 cpl_head;
-	u32 cpl_phase;
-	u64 hw_seqno;
-	u64 fence_context;
-	struct list_head pending;	/* struct rbln_job, in ring order */
-	bool up;			/* RING_SETUP done */
-	bool recovering;
-	u64 resets;
-	u64 bad_cpls;
-	u64 cpls_polled;		/* jobs retired by the watchdog's poll */
-	u64 busy_base;			/* busy_ns of the ring's earlier set-ups */
-
-	struct drm_gpu_scheduler sched;
-	bool sched_ready;
-};
-
-/* A queue: a scheduler entity over some rings (rbln_queue.c). */
-struct rbln_queue {
-	struct kref ref;
-	struct rbln_file *rf;
-	u32 id;
-	struct drm_sched_entity entity;
-	/* The entity keeps a pointer to this list: it lives as long. */
-	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
-	struct mutex lock;		/* arm + push order, last_seqno, recent */
-	u64 last_seqno;
-	/* Finished fences of the last RBLN_QUEUE_HISTORY jobs, by seqno. */
-	struct dma_fence **recent;
-};
-
-/* Buffers a job lists without an allocation of their own. */
-#define RBLN_JOB_INLINE_BOS	4
-
-struct rbln_job {
-	struct drm_sched_job base;
-	struct rbln_queue *queue;
-	struct rbln_vm *vm;
-	struct rbln_cmd_ring *ring;	/* set by run_job */
-	u32 asid;
-	u32 cmd_size;
-	u64 cmd_va;
-	u64 queue_seqno;
-	u64 hw_seqno;
-	struct dma_fence *hw_fence;
-	struct list_head ring_link;	/* in ring->pending */
-	struct drm_gem_object **bos;	/* inline_bos or allocated */
-	unsigned int bo_count;
-	struct drm_gem_object *inline_bos[RBLN_JOB_INLINE_BOS];
-};
-
-static inline struct rbln_job *to_rbln_job(struct drm_sched_job *job)
-{
-	return container_of(job, struct rbln_job, base);
-}
 
 static inline struct rbln_file *to_rbln_file(struct drm_file *file)
 {
@@ -264,16 +165,6 @@ static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
 {
 	return container_of(obj, struct rbln_bo, shmem.base);
 }
-
-/* A buffer's place in one VM. */
-struct rbln_vma {
-	struct list_head bo_link;	/* in rbln_bo.vmas */
-	struct rbln_bo *bo;
-	struct rbln_vm *vm;
-	struct drm_mm_node node;	/* VA range, under vm->lock */
-	unsigned int handles;		/* handles of this VM's file */
-	bool mapped;			/* page-table entries written */
-};
 
 struct rbln_device {
 	struct drm_device drm;
@@ -332,18 +223,15 @@ struct rbln_device {
 	void __iomem *hbm_wc;		/* all HBM apertures, write-combined */
 	u64 hbm_wc_start;		/* BAR offset hbm_wc maps */
 	resource_size_t bar_phys;	/* bus address of BAR2 */
-	struct dma_pool *pt_pool;	/* page-table pages */
-	struct xarray vms;		/* asid -> struct rbln_vm */
-	struct mutex vm_debug_lock;	/* debug access vs. VM teardown */
 	atomic64_t host_bytes;
 	atomic64_t pinned_bytes;
-	atomic64_t mmu_faults;
 
-	/* command rings (rbln_job.c) */
+	struct rbln_vms vms;		/* rbln_vm.c */
+
+	/* command rings (rbln_ring.c) */
 	int irq_ring;
 	bool irq_ring_ok;		/* vector and firmware-iface 1.2 */
-	struct rbln_cmd_ring rings[RBLN_FW_MAX_CHIPLETS];
-	u32 ring_count;
+	struct rbln_rings rings;
 
 	/* whole-card recovery (rbln_reset.c) */
 	struct mutex reset_lock;	/* ring resets vs. card recovery */
@@ -438,26 +326,6 @@ int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet);
 void rbln_hbm_stats(struct rbln_device *rdev, u32 chiplet, u64 *used,
 		    u64 *largest_free);
 
-/* rbln_mmu.c */
-struct rbln_pt *rbln_pt_alloc(struct rbln_device *rdev);
-void rbln_pt_free_tree(struct rbln_device *rdev, struct rbln_pt *root);
-dma_addr_t rbln_pt_dma(struct rbln_pt *pt);
-int rbln_pt_map(struct rbln_vm *vm, u64 va, u64 addr, u64 len, u64 pte_flags);
-void rbln_pt_unmap(struct rbln_vm *vm, u64 va, u64 len);
-
-/* rbln_vm.c */
-int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm);
-void rbln_vm_fini(struct rbln_vm *vm);
-int rbln_vm_bind_locked(struct rbln_vm *vm);
-bool rbln_vm_request_failed(struct rbln_device *rdev, int ret);
-int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len);
-void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
-		       u32 access, u32 reason);
-int rbln_vma_add(struct rbln_bo *bo, struct rbln_vm *vm);
-void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm);
-struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm);
-int rbln_vma_populate_locked(struct rbln_vma *vma);
-
 /* rbln_gem.c */
 void rbln_gemfs_init(void);
 void rbln_gemfs_fini(void);
@@ -495,40 +363,17 @@ void rbln_reset_init(struct rbln_device *rdev);
 void rbln_reset_schedule(struct rbln_device *rdev);
 void rbln_watchdog_start(struct rbln_device *rdev);
 void rbln_reset_fini(struct rbln_device *rdev);
+void rbln_reset_lock(struct rbln_device *rdev);
+void rbln_reset_unlock(struct rbln_device *rdev);
+bool rbln_reset_pending(struct rbln_device *rdev);
 int rbln_fw_restart(struct rbln_device *rdev);
-
-/* rbln_job.c */
-void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err);
-int rbln_ring_restart(struct rbln_cmd_ring *ring, int err);
-void rbln_ring_sched_resume(struct rbln_cmd_ring *ring);
-u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring);
-int rbln_rings_init(struct rbln_device *rdev);
-void rbln_rings_irq(struct rbln_device *rdev);
-void rbln_ring_process(struct rbln_cmd_ring *ring);
-void rbln_rings_poll(struct rbln_device *rdev);
-
-/* rbln_queue.c */
-int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
-			    struct drm_file *file);
-int rbln_ioctl_queue_destroy(struct drm_device *drm, void *data,
-			     struct drm_file *file);
-int rbln_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
-int rbln_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
-int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
-		struct dma_fence **fence_out);
-struct dma_fence *rbln_wait_fence(struct drm_file *file,
-				  const struct drm_rbln_wait *args);
-void rbln_queues_fini(struct rbln_file *rf);
-void rbln_file_quiesce(struct rbln_file *rf);
-void rbln_queue_put(struct rbln_queue *q);
-void rbln_job_put_resources(struct rbln_job *job);
 
 /* rbln_uring.c */
 struct io_uring_cmd;
 int rbln_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
 
 /* rbln_sysfs.c */
-void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring);
+void rbln_sysfs_ring_reset(struct rbln_device *rdev, u32 ring);
 
 /* rbln_fdinfo.c */
 void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file);

@@ -414,16 +414,11 @@ int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
 		    u64 *va)
 {
 	struct drm_gem_object *obj = &bo->shmem.base;
-	struct rbln_vma *vma;
 	int ret;
 
 	ret = drm_gem_handle_create(file, obj, handle);
-	if (!ret) {
-		mutex_lock(&bo->lock);
-		vma = rbln_vma_find(bo, &to_rbln_file(file)->vm);
-		*va = vma ? vma->node.start : 0;
-		mutex_unlock(&bo->lock);
-	}
+	if (!ret)
+		*va = rbln_vma_va(bo, &to_rbln_file(file)->vm);
 	drm_gem_object_put(obj);
 	return ret;
 }
@@ -545,7 +540,6 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 {
 	struct drm_rbln_bo_info *args = data;
 	struct drm_gem_object *obj;
-	struct rbln_vma *vma;
 	struct rbln_bo *bo;
 	int ret = 0;
 
@@ -580,10 +574,7 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 	}
 	args->chiplet = bo->kind == RBLN_BO_KIND_HBM ? bo->chiplet : 0;
 	args->flags_out = bo->flags;
-	mutex_lock(&bo->lock);
-	vma = rbln_vma_find(bo, &to_rbln_file(file)->vm);
-	args->device_va = vma ? vma->node.start : 0;
-	mutex_unlock(&bo->lock);
+	args->device_va = rbln_vma_va(bo, &to_rbln_file(file)->vm);
 out:
 	drm_gem_object_put(obj);
 	return ret;

@@ -83,23 +83,6 @@ static void rbln_info_mem(struct rbln_device *rdev, struct drm_rbln_info_mem *m)
 	}
 }
 
-static void rbln_info_vm(struct rbln_vm *vm, struct drm_rbln_info_vm *v)
-{
-	v->asid = vm->asid;
-	v->va_start = RBLN_VA_START;
-	v->va_end = RBLN_VA_END;
-	mutex_lock(&vm->lock);
-	v->mapped_bytes = vm->mapped_bytes;
-	mutex_unlock(&vm->lock);
-	spin_lock_irq(&vm->fault_lock);
-	v->flags = vm->flags;
-	v->fault_count = vm->fault_count;
-	v->fault_va = vm->fault_va;
-	v->fault_access = vm->fault_access;
-	v->fault_reason = vm->fault_reason;
-	spin_unlock_irq(&vm->fault_lock);
-}
-
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 			struct drm_file *file)
 {
@@ -155,7 +138,7 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 		rbln_info_mem(rdev, &answer.mem);
 		break;
 	case RBLN_INFO_VM:
-		rbln_info_vm(&to_rbln_file(file)->vm, &answer.vm);
+		rbln_vm_info(&to_rbln_file(file)->vm, &answer.vm);
 		break;
 	}
 

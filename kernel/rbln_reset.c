@@ -54,7 +54,6 @@ static void rbln_devcoredump(struct rbln_device *rdev)
 	size_t size = sizeof(struct rbln_fw_ctrl) + PAGE_SIZE;
 	struct drm_printer p;
 	struct drm_print_iterator it;
-	unsigned int i;
 	char *buf;
 
 	buf = vzalloc(size);
@@ -68,48 +67,13 @@ static void rbln_devcoredump(struct rbln_device *rdev)
 	drm_printf(&p, "rbln coredump: fault code %u (%s): %s\n",
 		   rdev->fault_code, rbln_fw_fault_name(rdev->fault_code),
 		   rdev->fault_reason);
-	for (i = 0; i < rdev->ring_count; i++) {
-		struct rbln_cmd_ring *r = &rdev->rings[i];
-
-		drm_printf(&p, "ring %u: up %d tail %u cpl_head %u hw_seqno %llu\n",
-			   i, r->up, r->tail, r->cpl_head, r->hw_seqno);
-		drm_printf(&p, "ring %u: job_head %u done_seqno %llu resets %llu bad_cpls %llu\n",
-			   i, READ_ONCE(r->ctrl->job_head),
-			   READ_ONCE(r->ctrl->done_seqno), r->resets, r->bad_cpls);
-	}
+	rbln_rings_dump(rdev, &p);
 	dev_coredumpv(rdev->drm.dev, buf, size, GFP_KERNEL);
-}
-
-/* Every VM the card knew: bind it again (the card forgot all of them). */
-static void rbln_vms_rebind(struct rbln_device *rdev)
-{
-	struct rbln_vm *vm;
-	unsigned long asid;
-	int ret;
-
-	mutex_lock(&rdev->vm_debug_lock);	/* no VM goes away meanwhile */
-	xa_for_each(&rdev->vms, asid, vm) {
-		mutex_lock(&vm->lock);
-		if (vm->bound) {
-			vm->bound = false;
-			ret = rbln_vm_bind_locked(vm);
-			/*
-			 * Unbound, the VM is bound at its next job.  A card
-			 * that faulted again fails this attempt anyway.
-			 */
-			if (rbln_vm_request_failed(rdev, ret))
-				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
-					asid, ret);
-		}
-		mutex_unlock(&vm->lock);
-	}
-	mutex_unlock(&rdev->vm_debug_lock);
 }
 
 /* One reset, handshake and set-up of a faulted card; 0 or -errno. */
 static int rbln_recover_once(struct rbln_device *rdev)
 {
-	unsigned int i;
 	int ret;
 
 	rbln_set_state(rdev, RBLN_STATE_RESETTING);
@@ -117,8 +81,7 @@ static int rbln_recover_once(struct rbln_device *rdev)
 	if (ret)
 		return ret;
 	rbln_vms_rebind(rdev);
-	for (i = 0; i < rdev->ring_count && !ret; i++)
-		ret = rbln_ring_restart(&rdev->rings[i], -EIO);
+	ret = rbln_rings_restart(rdev, -EIO);
 	/* It may have faulted again after its last answer. */
 	if (!ret && rbln_get_state(rdev) != RBLN_STATE_READY)
 		ret = -EIO;
@@ -129,7 +92,7 @@ static void rbln_recover_work(struct work_struct *work)
 {
 	struct rbln_device *rdev = container_of(work, struct rbln_device,
 						recover_work);
-	unsigned int i, attempt;
+	unsigned int attempt;
 	int idx, ret;
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
@@ -143,8 +106,7 @@ static void rbln_recover_work(struct work_struct *work)
 	rbln_devcoredump(rdev);
 	drm_warn(&rdev->drm, "recovering the card from its fault (%s)\n",
 		 rdev->fault_reason);
-	for (i = 0; i < rdev->ring_count; i++)
-		drm_sched_stop(&rdev->rings[i].sched, NULL);
+	rbln_rings_stop(rdev);
 
 	for (attempt = 1;; attempt++) {
 		ret = rbln_recover_once(rdev);
@@ -158,8 +120,7 @@ static void rbln_recover_work(struct work_struct *work)
 	}
 	if (ret) {
 		rdev->recover_failed = true;
-		for (i = 0; i < rdev->ring_count; i++)
-			rbln_ring_fail_pending(&rdev->rings[i], -EIO);
+		rbln_rings_fail_pending(rdev, -EIO);
 		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, "recovery failed");
 		drm_err(&rdev->drm, "card recovery failed %u times (%d): rebind the driver to retry\n",
 			RBLN_RECOVERY_ATTEMPTS, ret);
@@ -168,8 +129,7 @@ static void rbln_recover_work(struct work_struct *work)
 		drm_info(&rdev->drm, "card recovered (recovery %llu)\n",
 			 rdev->card_resets);
 	}
-	for (i = 0; i < rdev->ring_count; i++)
-		rbln_ring_sched_resume(&rdev->rings[i]);
+	rbln_rings_resume(rdev);
 out:
 	mutex_unlock(&rdev->reset_lock);
 	drm_dev_exit(idx);
@@ -232,6 +192,26 @@ void rbln_reset_schedule(struct rbln_device *rdev)
 		WRITE_ONCE(rdev->recover_queued, true);
 		schedule_work(&rdev->recover_work);
 	}
+}
+
+/*
+ * reset_lock: ring resets, card recovery, and the VM changes a recovery
+ * must not interleave with (unbind at file close, VM_ABORT at release).
+ */
+void rbln_reset_lock(struct rbln_device *rdev)
+{
+	mutex_lock(&rdev->reset_lock);
+}
+
+void rbln_reset_unlock(struct rbln_device *rdev)
+{
+	mutex_unlock(&rdev->reset_lock);
+}
+
+/* A recovery is queued: a faulted card will be brought back. */
+bool rbln_reset_pending(struct rbln_device *rdev)
+{
+	return READ_ONCE(rdev->recover_queued);
 }
 
 void rbln_reset_fini(struct rbln_device *rdev)

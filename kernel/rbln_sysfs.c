@@ -254,12 +254,8 @@ static ssize_t busy_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 busy = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		busy = rbln_ring_busy_ns(&rdev->rings[node->chiplet]);
-	return sysfs_emit(buf, "%llu\n", busy);
+	return sysfs_emit(buf, "%llu\n", rbln_ring_busy_ns(node->rdev, node->chiplet));
 }
 
 /* ring_resets: times the driver reset this chiplet's ring (hung job). */
@@ -267,12 +263,8 @@ static ssize_t ring_resets_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 n = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		n = READ_ONCE(rdev->rings[node->chiplet].resets);
-	return sysfs_emit(buf, "%llu\n", n);
+	return sysfs_emit(buf, "%llu\n", rbln_ring_resets(node->rdev, node->chiplet));
 }
 
 /*
@@ -284,12 +276,9 @@ static ssize_t ring_cpls_polled_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 n = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		n = READ_ONCE(rdev->rings[node->chiplet].cpls_polled);
-	return sysfs_emit(buf, "%llu\n", n);
+	return sysfs_emit(buf, "%llu\n",
+			  rbln_ring_cpls_polled(node->rdev, node->chiplet));
 }
 
 static struct kobj_attribute rbln_attr_busy_ns = __ATTR_RO(busy_ns);
@@ -535,7 +524,7 @@ void rbln_sysfs_notify_state(struct rbln_device *rdev)
  * A ring reset: a KOBJ_CHANGE uevent of the PCI function with
  * RBLN_RING_RESET=<chiplet>.
  */
-void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring)
+void rbln_sysfs_ring_reset(struct rbln_device *rdev, u32 ring)
 {
 	char env[32];
 	char *envp[2] = { env, NULL };

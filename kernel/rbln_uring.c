@@ -22,6 +22,8 @@
 #include <drm/drm_file.h>
 
 #include "rbln_drv.h"
+#include "rbln_job.h"
+#include "rbln_queue.h"
 
 struct rbln_uring_req {
 	struct kref ref;		/* the arming path + the completion */

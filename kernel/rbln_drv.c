@@ -130,7 +130,7 @@ void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
 
 	if (old != state && announce)
 		rbln_uevent(rdev, state, 0);
-	wake_up_all(&rdev->admin_wq);
+	rbln_admin_wake(rdev);
 }
 
 /*
@@ -160,7 +160,7 @@ void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason)
 			rbln_reset_schedule(rdev);
 		}
 	}
-	wake_up_all(&rdev->admin_wq);
+	rbln_admin_wake(rdev);
 }
 
 /*
@@ -334,17 +334,14 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	rdev->state = RBLN_STATE_INIT;
 	pci_set_drvdata(pdev, rdev);
 	spin_lock_init(&rdev->state_lock);
-	init_waitqueue_head(&rdev->admin_wq);
-	ret = drmm_mutex_init(&rdev->drm, &rdev->admin_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->event_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->telem_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
+	/* Locks first: handlers may run as soon as the IRQs are requested. */
+	ret = rbln_admin_init(rdev);
+	if (!ret)
+		ret = rbln_events_init(rdev);
+	if (!ret)
+		ret = rbln_telemetry_init(rdev);
+	if (!ret)
+		ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
 	if (ret)
 		return ret;
 	rbln_reset_init(rdev);

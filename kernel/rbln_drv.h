@@ -8,6 +8,8 @@
 #ifndef RBLN_DRV_H
 #define RBLN_DRV_H
 
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/kobject.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -31,7 +33,11 @@
 #include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
 
+#include "rbln_admin.h"
+#include "rbln_event.h"
+#include "rbln_fw.h"
 #include "rbln_ring.h"
+#include "rbln_telemetry.h"
 #include "rbln_vm.h"
 
 #if defined(__BIG_ENDIAN)
@@ -56,13 +62,6 @@
 #define RBLN_REG_IVPOSITION	0x08
 #define RBLN_REG_DOORBELL	0x0c
 #define RBLN_REGS_MIN_SIZE	0x10
-
-/* Entries of each of the three rings; a power of two in 4..4096. */
-#define RBLN_RING_ENTRIES	256
-#define RBLN_RING_REC_SIZE	64
-
-/* How long hwmon may reuse one GET_TELEMETRY answer. */
-#define RBLN_TELEMETRY_CACHE_MS	100
 
 /* Module parameters (rbln_drv.c). */
 extern unsigned int rbln_boot_timeout_ms;
@@ -93,15 +92,6 @@ struct rbln_identity {
 	u8 uuid[16];
 	char serial[32];
 	char fw_version[32];
-};
-
-/* One ring of 64-byte records in coherent host memory. */
-struct rbln_ring {
-	void *va;
-	dma_addr_t dma;
-	u32 entries;
-	u32 idx;	/* SQ: host tail; CQ/event: host head */
-	u32 phase;	/* CQ/event: phase a new record carries */
 };
 
 struct rbln_sysfs_node;
@@ -187,36 +177,10 @@ struct rbln_device {
 	char fault_reason[64];
 	bool announce;		/* probe finished: state changes send uevents */
 
-	/* firmware: set once the card may hold our ring addresses */
-	bool fw_touched;
-	bool fw_down;
-	u32 host_gen;
-
-	/* admin ring (rbln_fw.c), everything below under admin_lock */
-	struct mutex admin_lock;
-	wait_queue_head_t admin_wq;
-	struct rbln_ring sq;
-	struct rbln_ring cq;
-	u32 admin_seq;
-	void *admin_buf;	/* PAGE_SIZE, data of the current request */
-	dma_addr_t admin_buf_dma;
-	u64 admin_timeouts;
-	u64 admin_stale;
-
-	/* event ring, under event_lock */
-	struct mutex event_lock;
-	struct rbln_ring ev;
-	bool ev_seq_valid;
-	u32 ev_last_seq;
-	u64 ev_count;
-	u64 ev_lost;
-	u64 last_heartbeat;
-
-	/* hwmon telemetry cache, under telem_lock */
-	struct mutex telem_lock;
-	unsigned long telem_stamp;	/* jiffies */
-	bool telem_valid;
-	struct rbln_fw_telemetry telem;
+	struct rbln_fw fw;		/* rbln_fw.c */
+	struct rbln_admin admin;	/* rbln_admin.c */
+	struct rbln_events events;	/* rbln_event.c */
+	struct rbln_telemetry telemetry; /* rbln_telemetry.c */
 
 	/* memory (rbln_hbm.c, rbln_vm.c, rbln_gem.c, rbln_userptr.c) */
 	struct rbln_hbm hbm[RBLN_FW_MAX_CHIPLETS];
@@ -257,6 +221,20 @@ static inline struct rbln_device *to_rbln(struct drm_device *drm)
 
 #define rbln_ctrl_off(field) offsetof(struct rbln_fw_ctrl, field)
 
+/*
+ * The control block (firmware-iface rbln_fw_ctrl.h) is read and written
+ * through these only; @off is rbln_ctrl_off(field).
+ */
+static inline u16 rbln_ctrl_rd16(struct rbln_device *rdev, size_t off)
+{
+	return ioread16(rdev->ctrl + off);
+}
+
+static inline void rbln_ctrl_wr16(struct rbln_device *rdev, size_t off, u16 val)
+{
+	iowrite16(val, rdev->ctrl + off);
+}
+
 static inline u32 rbln_ctrl_rd32(struct rbln_device *rdev, size_t off)
 {
 	return ioread32(rdev->ctrl + off);
@@ -265,6 +243,23 @@ static inline u32 rbln_ctrl_rd32(struct rbln_device *rdev, size_t off)
 static inline void rbln_ctrl_wr32(struct rbln_device *rdev, size_t off, u32 val)
 {
 	iowrite32(val, rdev->ctrl + off);
+}
+
+static inline u64 rbln_ctrl_rd64(struct rbln_device *rdev, size_t off)
+{
+	return readq(rdev->ctrl + off);
+}
+
+static inline void rbln_ctrl_wr64(struct rbln_device *rdev, size_t off, u64 val)
+{
+	writeq(val, rdev->ctrl + off);
+}
+
+/* Copies @len bytes at @off of the control block (all of it: 0, size). */
+static inline void rbln_ctrl_copy(struct rbln_device *rdev, size_t off,
+				  void *buf, size_t len)
+{
+	memcpy_fromio(buf, rdev->ctrl + off, len);
 }
 
 /* Kernel pointer to BAR2 offset @off inside the HBM apertures. */
@@ -286,15 +281,6 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev);
 void rbln_pci_free_irqs(struct rbln_device *rdev);
 void rbln_doorbell(struct rbln_device *rdev, u32 vector);
 
-/* rbln_fw.c */
-int rbln_fw_check_identity(struct rbln_device *rdev);
-int rbln_fw_init(struct rbln_device *rdev);
-void rbln_fw_fini(struct rbln_device *rdev);
-void rbln_fw_admin_irq(struct rbln_device *rdev);
-void rbln_fw_process_events(struct rbln_device *rdev);
-int rbln_fw_get_telemetry(struct rbln_device *rdev, struct rbln_fw_telemetry *t);
-const char *rbln_fw_fault_name(u32 code);
-
 /* rbln_info.c */
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 			struct drm_file *file);
@@ -303,18 +289,9 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 int rbln_sysfs_init(struct rbln_device *rdev);
 void rbln_sysfs_fini(struct rbln_device *rdev);
 void rbln_sysfs_notify_state(struct rbln_device *rdev);
-int rbln_telemetry_cached(struct rbln_device *rdev, struct rbln_fw_telemetry *t);
 
 /* rbln_debugfs.c */
 void rbln_debugfs_init(struct rbln_device *rdev);
-
-/* rbln_fw.c: memory-management requests */
-int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root);
-int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid);
-int rbln_fw_vm_abort(struct rbln_device *rdev, u32 asid);
-int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size);
-int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
-			 u64 va, void *buf, u32 len);
 
 /* rbln_hbm.c */
 int rbln_hbm_init(struct rbln_device *rdev);
@@ -353,11 +330,6 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
 			  struct drm_file *file);
 
-/* rbln_fw.c: rings */
-int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
-		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl);
-int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring);
-
 /* rbln_reset.c */
 void rbln_reset_init(struct rbln_device *rdev);
 void rbln_reset_schedule(struct rbln_device *rdev);
@@ -366,7 +338,6 @@ void rbln_reset_fini(struct rbln_device *rdev);
 void rbln_reset_lock(struct rbln_device *rdev);
 void rbln_reset_unlock(struct rbln_device *rdev);
 bool rbln_reset_pending(struct rbln_device *rdev);
-int rbln_fw_restart(struct rbln_device *rdev);
 
 /* rbln_uring.c */
 struct io_uring_cmd;

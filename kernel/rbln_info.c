@@ -50,7 +50,7 @@ static int rbln_info_telemetry(struct rbln_device *rdev,
 	unsigned int i;
 	int ret;
 
-	ret = rbln_fw_get_telemetry(rdev, &t);
+	ret = rbln_telemetry_read(rdev, &t);
 	if (ret)
 		return ret == -ENODEV ? -ENODEV : -EIO;
 

@@ -67,9 +67,9 @@ int rbln_pci_map(struct rbln_device *rdev)
 }
 
 /* MSI-X vector RBLN_FW_IRQ_ADMIN: only wakes the admin waiter. */
-static irqreturn_t rbln_admin_irq(int irq, void *arg)
+static irqreturn_t rbln_pci_admin_irq(int irq, void *arg)
 {
-	rbln_fw_admin_irq(arg);
+	rbln_admin_irq(arg);
 	return IRQ_HANDLED;
 }
 
@@ -78,16 +78,16 @@ static irqreturn_t rbln_admin_irq(int irq, void *arg)
  * context (fences may be signalled there; a thread would add a wake-up and
  * a context switch to every job).
  */
-static irqreturn_t rbln_ring_irq(int irq, void *arg)
+static irqreturn_t rbln_pci_ring_irq(int irq, void *arg)
 {
 	rbln_rings_irq(arg);
 	return IRQ_HANDLED;
 }
 
 /* MSI-X vector RBLN_FW_IRQ_EVENT: the event ring is consumed in a thread. */
-static irqreturn_t rbln_event_thread(int irq, void *arg)
+static irqreturn_t rbln_pci_event_thread(int irq, void *arg)
 {
-	rbln_fw_process_events(arg);
+	rbln_events_process(arg);
 	return IRQ_HANDLED;
 }
 
@@ -127,14 +127,14 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 	if (rdev->irq_admin < 0 || rdev->irq_event < 0)
 		return -EINVAL;
 
-	ret = devm_request_irq(dev, rdev->irq_admin, rbln_admin_irq, 0,
+	ret = devm_request_irq(dev, rdev->irq_admin, rbln_pci_admin_irq, 0,
 			       name_admin, rdev);
 	if (ret) {
 		dev_err(dev, "cannot request the admin interrupt: %d\n", ret);
 		return ret;
 	}
 	ret = devm_request_threaded_irq(dev, rdev->irq_event, NULL,
-					rbln_event_thread, IRQF_ONESHOT,
+					rbln_pci_event_thread, IRQF_ONESHOT,
 					name_event, rdev);
 	if (ret) {
 		dev_err(dev, "cannot request the event interrupt: %d\n", ret);
@@ -153,7 +153,7 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 		rdev->irq_ring = pci_irq_vector(pdev, RBLN_FW_IRQ_RING);
 		if (!name_ring || rdev->irq_ring < 0)
 			return -ENOMEM;
-		ret = devm_request_irq(dev, rdev->irq_ring, rbln_ring_irq, 0,
+		ret = devm_request_irq(dev, rdev->irq_ring, rbln_pci_ring_irq, 0,
 				       name_ring, rdev);
 		if (ret) {
 			dev_err(dev, "cannot request the ring interrupt: %d\n", ret);

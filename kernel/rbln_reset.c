@@ -59,7 +59,7 @@ static void rbln_devcoredump(struct rbln_device *rdev)
 	buf = vzalloc(size);
 	if (!buf)
 		return;
-	memcpy_fromio(buf, rdev->ctrl, sizeof(struct rbln_fw_ctrl));
+	rbln_ctrl_copy(rdev, 0, buf, sizeof(struct rbln_fw_ctrl));
 	it.data = buf + sizeof(struct rbln_fw_ctrl);
 	it.start = 0;
 	it.remain = PAGE_SIZE - 1;
@@ -151,7 +151,7 @@ static void rbln_watchdog_work(struct work_struct *work)
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
-	beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
 	if (rbln_get_state(rdev) != RBLN_STATE_READY || beat != rdev->wd_beat ||
 	    !rbln_heartbeat_timeout_ms) {
 		rdev->wd_beat = beat;
@@ -180,7 +180,7 @@ void rbln_reset_init(struct rbln_device *rdev)
 void rbln_watchdog_start(struct rbln_device *rdev)
 {
 	rdev->wd_stamp = jiffies;
-	rdev->wd_beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	rdev->wd_beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
 	schedule_delayed_work(&rdev->watchdog,
 			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
 }

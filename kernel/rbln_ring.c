@@ -270,8 +270,8 @@ static void rbln_ring_reset_memory(struct rbln_cmd_ring *ring)
 
 static int rbln_ring_setup_fw(struct rbln_cmd_ring *ring)
 {
-	return rbln_fw_ring_setup(ring->rdev, ring->index, ring->entries,
-				  ring->jobs_dma, ring->cpls_dma, ring->ctrl_dma);
+	return rbln_msg_ring_setup(ring->rdev, ring->index, ring->entries,
+				   ring->jobs_dma, ring->cpls_dma, ring->ctrl_dma);
 }
 
 /* Fails every job the ring still holds with @err (scheduler stopped). */
@@ -354,7 +354,7 @@ static void rbln_ring_reset(struct rbln_cmd_ring *ring, struct rbln_job *bad)
 		  RBLN_FW_REC_PHASE) == ring->cpl_phase ?
 		 "written, not consumed" : "not written");
 	spin_unlock_irqrestore(&ring->lock, flags);
-	ret = rbln_fw_ring_stop(rdev, ring->index);
+	ret = rbln_msg_ring_stop(rdev, ring->index);
 	rbln_ring_process(ring);	/* completions written before the stop */
 
 	spin_lock_irqsave(&ring->lock, flags);

@@ -25,6 +25,7 @@
 #include <drm/drm_drv.h>
 
 #include "rbln_drv.h"
+#include "rbln_telemetry.h"
 
 struct rbln_sysfs_node {
 	struct kobject kobj;
@@ -142,7 +143,7 @@ static ssize_t heartbeat_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return -ENODEV;
-	beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
 	drm_dev_exit(idx);
 	return sysfs_emit(buf, "%llu\n", beat);
 }
@@ -330,38 +331,6 @@ static struct rbln_sysfs_node *rbln_sysfs_node_add(struct rbln_device *rdev,
 }
 
 /* ---- hwmon --------------------------------------------------------------- */
-
-/*
- * One GET_TELEMETRY answer serves all hwmon reads for
- * RBLN_TELEMETRY_CACHE_MS, so a monitoring daemon reading every file does
- * not turn into a stream of admin requests.
- */
-int rbln_telemetry_cached(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
-{
-	struct rbln_fw_telemetry fresh;
-	int idx, ret = 0;
-
-	if (!drm_dev_enter(&rdev->drm, &idx))
-		return -ENODEV;
-	mutex_lock(&rdev->telem_lock);
-	if (!rdev->telem_valid ||
-	    time_after(jiffies, rdev->telem_stamp +
-			       msecs_to_jiffies(RBLN_TELEMETRY_CACHE_MS))) {
-		ret = rbln_fw_get_telemetry(rdev, &fresh);
-		if (!ret) {
-			rdev->telem = fresh;
-			rdev->telem_stamp = jiffies;
-			rdev->telem_valid = true;
-		}
-	}
-	if (!ret)
-		*t = rdev->telem;
-	mutex_unlock(&rdev->telem_lock);
-	drm_dev_exit(idx);
-	if (ret && ret != -ENODEV)
-		ret = -EIO;
-	return ret;
-}
 
 static const char *const rbln_hwmon_temp_labels[] = {
 	"card", "chiplet0", "chiplet1", "chiplet2", "chiplet3",

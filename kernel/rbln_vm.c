@@ -125,7 +125,7 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	xa_cmpxchg(&rdev->vms.xa, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
 	mutex_unlock(&rdev->vms.list_lock);
 	if (vm->bound) {
-		ret = rbln_fw_vm_unbind(rdev, vm->asid);
+		ret = rbln_msg_vm_unbind(rdev, vm->asid);
 		if (rbln_vm_request_failed(rdev, ret))
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
@@ -145,7 +145,7 @@ static int rbln_vm_bind_locked(struct rbln_vm *vm)
 	lockdep_assert_held(&vm->lock);
 	if (vm->bound)
 		return 0;
-	ret = rbln_fw_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
+	ret = rbln_msg_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
 	if (ret)
 		return ret;
 	vm->bound = true;
@@ -324,9 +324,9 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	if (vma->mapped) {
 		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
 		if (vm->bound) {
-			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
-						     vma->node.start,
-						     vma->node.size);
+			ret = rbln_msg_tlb_invalidate(rdev, vm->asid,
+						      vma->node.start,
+						      vma->node.size);
 			if (rbln_vm_request_failed(rdev, ret))
 				dev_warn_ratelimited(rdev->drm.dev,
 						     "TLB invalidation of asid %u failed (%d): the card is not answering\n",
@@ -480,7 +480,7 @@ void rbln_vm_close(struct rbln_vm *vm, unsigned int busy_queues)
 	rbln_reset_lock(rdev);
 	mutex_lock(&vm->lock);
 	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY)
-		ret = rbln_fw_vm_abort(rdev, vm->asid);
+		ret = rbln_msg_vm_abort(rdev, vm->asid);
 	mutex_unlock(&vm->lock);
 	rbln_reset_unlock(rdev);
 	drm_dev_exit(idx);
@@ -533,7 +533,7 @@ int rbln_vm_debug_access(struct rbln_device *rdev, u32 asid, bool write,
 	vm = xa_load(&rdev->vms.xa, asid);
 	ret = vm ? rbln_vm_prepare(vm, va, len) : 0;
 	if (!ret)
-		ret = rbln_fw_debug_access(rdev, asid, write, va, buf, len);
+		ret = rbln_msg_debug_access(rdev, asid, write, va, buf, len);
 	mutex_unlock(&rdev->vms.list_lock);
 	return ret;
 }

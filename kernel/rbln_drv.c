@@ -345,8 +345,6 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 	rbln_reset_init(rdev);
-	atomic64_set(&rdev->host_bytes, 0);
-	atomic64_set(&rdev->pinned_bytes, 0);
 
 	ret = rbln_pci_map(rdev);
 	if (ret)

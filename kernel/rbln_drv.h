@@ -36,6 +36,8 @@
 #include "rbln_admin.h"
 #include "rbln_event.h"
 #include "rbln_fw.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
 #include "rbln_ring.h"
 #include "rbln_telemetry.h"
 #include "rbln_vm.h"
@@ -96,15 +98,6 @@ struct rbln_identity {
 
 struct rbln_sysfs_node;
 
-/* One chiplet's HBM (rbln_hbm.c). */
-struct rbln_hbm {
-	struct mutex lock;		/* serialises the buddy allocator */
-	struct rbln_buddy mm;		/* offsets relative to the region */
-	u64 bar_offset;			/* region start in BAR2 (card address) */
-	u64 size;
-	bool ready;
-};
-
 /* Per open file. */
 struct rbln_file {
 	struct rbln_device *rdev;
@@ -116,44 +109,6 @@ struct rbln_file {
 static inline struct rbln_file *to_rbln_file(struct drm_file *file)
 {
 	return file->driver_priv;
-}
-
-enum rbln_bo_kind {
-	RBLN_BO_KIND_HOST,	/* GEM shmem */
-	RBLN_BO_KIND_HBM,	/* buddy blocks of one chiplet */
-	RBLN_BO_KIND_USERPTR,	/* pinned user pages */
-	RBLN_BO_KIND_IMPORT,	/* a foreign dma-buf's sg_table */
-};
-
-/*
- * A buffer object.  Every kind embeds the shmem object so that one type
- * covers all of them; only host buffers use its shmem part.
- */
-struct rbln_bo {
-	struct drm_gem_shmem_object shmem;
-	enum rbln_bo_kind kind;
-	u32 flags;			/* RBLN_BO_* of the uAPI */
-	u32 chiplet;			/* HBM */
-
-	struct mutex lock;		/* vmas, dev_sgt */
-	struct list_head vmas;		/* struct rbln_vma, one per VM */
-	struct sg_table *dev_sgt;	/* DMA addresses for the card */
-
-	struct list_head blocks;	/* HBM: buddy blocks */
-
-	/* userptr */
-	struct page **pages;
-	unsigned long npages;
-	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
-	struct sg_table *pin_sgt;
-
-	/* import */
-	struct sg_table *import_sgt;
-};
-
-static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
-{
-	return container_of(obj, struct rbln_bo, shmem.base);
 }
 
 struct rbln_device {
@@ -182,15 +137,9 @@ struct rbln_device {
 	struct rbln_events events;	/* rbln_event.c */
 	struct rbln_telemetry telemetry; /* rbln_telemetry.c */
 
-	/* memory (rbln_hbm.c, rbln_vm.c, rbln_gem.c, rbln_userptr.c) */
-	struct rbln_hbm hbm[RBLN_FW_MAX_CHIPLETS];
-	void __iomem *hbm_wc;		/* all HBM apertures, write-combined */
-	u64 hbm_wc_start;		/* BAR offset hbm_wc maps */
-	resource_size_t bar_phys;	/* bus address of BAR2 */
-	atomic64_t host_bytes;
-	atomic64_t pinned_bytes;
-
-	struct rbln_vms vms;		/* rbln_vm.c */
+	struct rbln_hbm_mem hbm;	/* rbln_hbm.c */
+	struct rbln_vms vms;		/* rbln_vm.c, rbln_mmu.c */
+	struct rbln_gem_stats gem;	/* rbln_gem.c, rbln_userptr.c */
 
 	/* command rings (rbln_ring.c) */
 	int irq_ring;
@@ -262,12 +211,6 @@ static inline void rbln_ctrl_copy(struct rbln_device *rdev, size_t off,
 	memcpy_fromio(buf, rdev->ctrl + off, len);
 }
 
-/* Kernel pointer to BAR2 offset @off inside the HBM apertures. */
-static inline void __iomem *rbln_hbm_io(struct rbln_device *rdev, u64 off)
-{
-	return rdev->hbm_wc + (off - rdev->hbm_wc_start);
-}
-
 /* rbln_drv.c */
 const char *rbln_state_name(struct rbln_device *rdev);
 const char *rbln_family_name(u32 family);
@@ -292,43 +235,6 @@ void rbln_sysfs_notify_state(struct rbln_device *rdev);
 
 /* rbln_debugfs.c */
 void rbln_debugfs_init(struct rbln_device *rdev);
-
-/* rbln_hbm.c */
-int rbln_hbm_init(struct rbln_device *rdev);
-int rbln_hbm_alloc(struct rbln_device *rdev, u32 chiplet, u64 size,
-		   struct list_head *blocks);
-void rbln_hbm_free(struct rbln_device *rdev, u32 chiplet,
-		   struct list_head *blocks);
-int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet);
-void rbln_hbm_stats(struct rbln_device *rdev, u32 chiplet, u64 *used,
-		    u64 *largest_free);
-
-/* rbln_gem.c */
-void rbln_gemfs_init(void);
-void rbln_gemfs_fini(void);
-extern const struct drm_gem_object_funcs rbln_host_funcs;
-struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
-					      size_t size);
-struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
-					     struct dma_buf *dma_buf);
-struct drm_gem_object *
-rbln_gem_prime_import_sg_table(struct drm_device *drm,
-			       struct dma_buf_attachment *attach,
-			       struct sg_table *sgt);
-struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
-			      enum rbln_bo_kind kind,
-			      const struct drm_gem_object_funcs *funcs);
-int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
-		    u64 *va);
-struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo);
-int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
-			 struct drm_file *file);
-int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
-		       struct drm_file *file);
-
-/* rbln_userptr.c */
-int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
-			  struct drm_file *file);
 
 /* rbln_reset.c */
 void rbln_reset_init(struct rbln_device *rdev);

@@ -33,6 +33,8 @@
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
 
 static void rbln_bo_fini(struct rbln_bo *bo)
 {
@@ -48,12 +50,13 @@ static void rbln_bo_init_common(struct rbln_bo *bo, enum rbln_bo_kind kind)
 	INIT_LIST_HEAD(&bo->blocks);
 }
 
-static int rbln_gem_open(struct drm_gem_object *obj, struct drm_file *file)
+/* GEM open/close: the buffer's place in the file's VM (rbln_vma_add()). */
+int rbln_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 {
 	return rbln_vma_add(to_rbln_bo(obj), &to_rbln_file(file)->vm);
 }
 
-static void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 {
 	rbln_vma_put(to_rbln_bo(obj), &to_rbln_file(file)->vm);
 }
@@ -64,12 +67,12 @@ static void rbln_host_free(struct drm_gem_object *obj)
 {
 	struct rbln_bo *bo = to_rbln_bo(obj);
 
-	atomic64_sub(obj->size, &to_rbln(obj->dev)->host_bytes);
+	atomic64_sub(obj->size, &to_rbln(obj->dev)->gem.host_bytes);
 	rbln_bo_fini(bo);
 	drm_gem_shmem_free(&bo->shmem);	/* frees bo: shmem is its start */
 }
 
-const struct drm_gem_object_funcs rbln_host_funcs = {
+static const struct drm_gem_object_funcs rbln_host_funcs = {
 	.free = rbln_host_free,
 	.open = rbln_gem_open,
 	.close = rbln_gem_close,
@@ -194,7 +197,6 @@ static int rbln_hbm_bo_mmap(struct drm_gem_object *obj,
 {
 	struct rbln_device *rdev = to_rbln(obj->dev);
 	struct rbln_bo *bo = to_rbln_bo(obj);
-	struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 	unsigned long uaddr = vma->vm_start;
 	struct rbln_buddy_block *block;
 	int idx, ret = 0;
@@ -207,9 +209,9 @@ static int rbln_hbm_bo_mmap(struct drm_gem_object *obj,
 	vma->vm_pgoff = 0;
 
 	list_for_each_entry(block, &bo->blocks, link) {
-		u64 len = rbln_buddy_block_size(&h->mm, block);
-		phys_addr_t phys = rdev->bar_phys + h->bar_offset +
-				   rbln_buddy_block_offset(block);
+		u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
+		phys_addr_t phys = rbln_hbm_phys(rdev,
+						 rbln_hbm_block_addr(rdev, bo->chiplet, block));
 
 		len = min_t(u64, len, vma->vm_end - uaddr);
 		if (!len)
@@ -244,7 +246,6 @@ static struct sg_table *rbln_hbm_map_dma_buf(struct dma_buf_attachment *attach,
 	struct drm_gem_object *obj = attach->dmabuf->priv;
 	struct rbln_device *rdev = to_rbln(obj->dev);
 	struct rbln_bo *bo = to_rbln_bo(obj);
-	struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 	struct rbln_buddy_block *block;
 	struct scatterlist *sg;
 	struct sg_table *sgt;
@@ -262,9 +263,9 @@ static struct sg_table *rbln_hbm_map_dma_buf(struct dma_buf_attachment *attach,
 
 	sg = sgt->sgl;
 	list_for_each_entry(block, &bo->blocks, link) {
-		u64 len = rbln_buddy_block_size(&h->mm, block);
-		phys_addr_t phys = rdev->bar_phys + h->bar_offset +
-				   rbln_buddy_block_offset(block);
+		u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
+		phys_addr_t phys = rbln_hbm_phys(rdev,
+						 rbln_hbm_block_addr(rdev, bo->chiplet, block));
 		dma_addr_t addr;
 
 		addr = dma_map_resource(attach->dev, phys, len, dir,
@@ -514,7 +515,7 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 			drm_gem_object_put(&shmem->base);
 			goto out;
 		}
-		atomic64_add(size, &rdev->host_bytes);
+		atomic64_add(size, &rdev->gem.host_bytes);
 	} else {
 		ret = rbln_bo_create_hbm(rdev, args, size, &bo);
 		if (ret)

@@ -72,13 +72,13 @@ static void rbln_info_mem(struct rbln_device *rdev, struct drm_rbln_info_mem *m)
 	unsigned int i;
 
 	m->chiplet_count = rdev->id.chiplet_count;
-	m->host_bytes = atomic64_read(&rdev->host_bytes);
-	m->pinned_bytes = atomic64_read(&rdev->pinned_bytes);
+	m->host_bytes = atomic64_read(&rdev->gem.host_bytes);
+	m->pinned_bytes = atomic64_read(&rdev->gem.pinned_bytes);
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
 		struct drm_rbln_mem_chiplet *c = &m->chiplet[i];
 
 		rbln_hbm_stats(rdev, i, &c->used_bytes, &c->largest_free_bytes);
-		c->total_bytes = rdev->hbm[i].size;
+		c->total_bytes = rbln_hbm_size(rdev, i);
 		c->free_bytes = c->total_bytes - c->used_bytes;
 	}
 }

@@ -30,6 +30,8 @@
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
 #include "rbln_vm.h"
 
 static void rbln_vms_fini(struct drm_device *drm, void *arg)
@@ -191,14 +193,14 @@ static int rbln_vma_map_locked(struct rbln_vma *vma, struct sg_table *sgt)
 	lockdep_assert_held(&vm->lock);
 
 	if (bo->kind == RBLN_BO_KIND_HBM) {
-		struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 		struct rbln_buddy_block *block;
 
 		list_for_each_entry(block, &bo->blocks, link) {
-			u64 len = rbln_buddy_block_size(&h->mm, block);
+			u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
 
-			ret = rbln_pt_map(vm, va, h->bar_offset +
-					  rbln_buddy_block_offset(block), len, flags);
+			ret = rbln_pt_map(vm, va,
+					  rbln_hbm_block_addr(rdev, bo->chiplet, block),
+					  len, flags);
 			if (ret)
 				break;
 			va += len;

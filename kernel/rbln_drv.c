@@ -29,6 +29,10 @@
 #include "rbln_job.h"
 #include "rbln_queue.h"
 
+/*
+ * Module parameters, all of them (kernel/README.md has the table).  The
+ * files that use them see the variables through rbln_drv.h.
+ */
 unsigned int rbln_boot_timeout_ms = 5000;
 module_param_named(boot_timeout_ms, rbln_boot_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(boot_timeout_ms,
@@ -48,6 +52,26 @@ unsigned int rbln_release_grace_ms = 1000;
 module_param_named(release_grace_ms, rbln_release_grace_ms, uint, 0644);
 MODULE_PARM_DESC(release_grace_ms,
 		 "How long the jobs of a closed file may still run before the card cancels them, in ms (default 1000)");
+
+unsigned int rbln_heartbeat_timeout_ms = 5000;
+module_param_named(heartbeat_timeout_ms, rbln_heartbeat_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(heartbeat_timeout_ms,
+		 "A ready card whose heartbeat counter stands still this long is faulted, in ms (default 5000, 0: no watchdog)");
+
+bool rbln_ring_poll = true;
+module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
+MODULE_PARM_DESC(ring_poll,
+		 "The 500 ms watchdog also reads the command rings' completions, so a job whose interrupt was lost completes within about 500 ms (default on; off: at job_timeout_ms)");
+
+bool rbln_recovery = true;
+module_param_named(recovery, rbln_recovery, bool, 0644);
+MODULE_PARM_DESC(recovery,
+		 "Reset and recover a faulted card by itself (default on; off: the card stays faulted until rebound)");
+
+bool rbln_host_thp = true;
+module_param_named(host_thp, rbln_host_thp, bool, 0444);
+MODULE_PARM_DESC(host_thp,
+		 "Back host buffers with transparent huge pages where possible (default: Y)");
 
 static char *rbln_ids;
 module_param_named(ids, rbln_ids, charp, 0444);
@@ -75,6 +99,24 @@ const char *rbln_state_name(struct rbln_device *rdev)
 	return rbln_state_names[rbln_get_state(rdev)];
 }
 
+/* The state string of the RBLN_STATE= uevent key (never "unplugged"). */
+const char *rbln_state_str(enum rbln_state state)
+{
+	return rbln_state_names[state];
+}
+
+/* The last fault's code; its reason (NUL-terminated) into @reason. */
+u32 rbln_get_fault(struct rbln_device *rdev, char *reason, size_t len)
+{
+	u32 code;
+
+	spin_lock(&rdev->state_lock);
+	code = rdev->fault_code;
+	strscpy(reason, rdev->fault_reason, len);
+	spin_unlock(&rdev->state_lock);
+	return code;
+}
+
 const char *rbln_family_name(u32 family)
 {
 	switch (family) {
@@ -97,25 +139,6 @@ enum rbln_state rbln_get_state(struct rbln_device *rdev)
 	return state;
 }
 
-/* KOBJ_CHANGE on the PCI device: RBLN_STATE=<state> [RBLN_FAULT_CODE=<n>] */
-static void rbln_uevent(struct rbln_device *rdev, enum rbln_state state,
-			u32 fault_code)
-{
-	char state_env[40];
-	char code_env[40];
-	char *envp[3] = { state_env, NULL, NULL };
-
-	snprintf(state_env, sizeof(state_env), "RBLN_STATE=%s",
-		 rbln_state_names[state]);
-	if (state == RBLN_STATE_FAULT) {
-		snprintf(code_env, sizeof(code_env), "RBLN_FAULT_CODE=%u",
-			 fault_code);
-		envp[1] = code_env;
-	}
-	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
-	rbln_sysfs_notify_state(rdev);
-}
-
 /* Must be called from process context (it may send a uevent). */
 void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
 {
@@ -129,7 +152,7 @@ void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
 	spin_unlock(&rdev->state_lock);
 
 	if (old != state && announce)
-		rbln_uevent(rdev, state, 0);
+		rbln_sysfs_state_changed(rdev, state, 0);
 	rbln_admin_wake(rdev);
 }
 
@@ -156,7 +179,7 @@ void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason)
 		drm_err(&rdev->drm, "card fault: code %u (%s): %s\n", code,
 			rbln_fw_fault_name(code), reason);
 		if (announce) {
-			rbln_uevent(rdev, RBLN_STATE_FAULT, code);
+			rbln_sysfs_state_changed(rdev, RBLN_STATE_FAULT, code);
 			rbln_reset_schedule(rdev);
 		}
 	}
@@ -341,10 +364,9 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (!ret)
 		ret = rbln_telemetry_init(rdev);
 	if (!ret)
-		ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
+		ret = rbln_reset_init(rdev);
 	if (ret)
 		return ret;
-	rbln_reset_init(rdev);
 
 	ret = rbln_pci_map(rdev);
 	if (ret)

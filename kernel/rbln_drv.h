@@ -3,27 +3,50 @@
  * rbln: DRM accel driver for rbln NPU cards (firmware-iface v1).
  *
  * One PCI function is one card is one struct rbln_device is one
- * /dev/accel/accelN node.
+ * /dev/accel/accelN node.  The device embeds one state struct per
+ * subsystem, each defined in the subsystem's header and touched by the
+ * subsystem's files only (kernel/README.md lists them); the other files go
+ * through the functions those headers declare.  This header holds the
+ * device, the per-file state, the card state machine, the control-block
+ * accessors and the module parameters.
+ *
+ * Locking
+ * -------
+ * Every lock of the driver, outermost first.  A lock may be taken while
+ * holding the ones above it on its line, never the other way round:
+ *
+ *   reset.lock                 (mutex, struct rbln_reset)
+ *     -> vms.list_lock         (mutex, struct rbln_vms)
+ *       -> bo->lock            (mutex, struct rbln_bo)
+ *         -> vm->lock          (mutex, struct rbln_vm)
+ *           -> admin.lock      (mutex, struct rbln_admin)
+ *             -> events.lock   (mutex, struct rbln_events)
+ *               -> state_lock  (spinlock, struct rbln_device)
+ *   telemetry.lock -> admin.lock
+ *   dma_resv (the job's buffers, ww) -> q->lock (mutex, struct rbln_queue)
+ *   events.lock -> vms.xa's lock -> vm->fault_lock (spinlock, irqsave)
+ *   ring->lock (spinlock, irqsave, hard irq) -> vm->fault_lock, fence_lock
+ *   hbm.chiplet[i].lock (mutex, struct rbln_hbm): takes no other lock
+ *
+ * Not every pair on a line nests in the code (reset.lock -> vm->lock does
+ * in rbln_vm_close() and the recovery, reset.lock -> admin.lock in the
+ * ring reset and the recovery); none nests in the opposite order.
+ * reset.lock is taken through rbln_reset_lock().  Each lock's declaration
+ * says what it protects.  A reference (kref, drm_gem_object_get) keeps an
+ * object alive; the locks only order the changes to it.
  */
 #ifndef RBLN_DRV_H
 #define RBLN_DRV_H
 
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
-#include <linux/kobject.h>
-#include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <linux/wait.h>
-
-#include <linux/dmapool.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
-#include <drm/drm_gem_shmem_helper.h>
-#include <drm/drm_mm.h>
 
 #include <drm/rbln_accel.h>
 
@@ -38,7 +61,10 @@
 #include "rbln_fw.h"
 #include "rbln_gem.h"
 #include "rbln_hbm.h"
+#include "rbln_pci.h"
+#include "rbln_reset.h"
 #include "rbln_ring.h"
+#include "rbln_sysfs.h"
 #include "rbln_telemetry.h"
 #include "rbln_vm.h"
 
@@ -65,11 +91,15 @@
 #define RBLN_REG_DOORBELL	0x0c
 #define RBLN_REGS_MIN_SIZE	0x10
 
-/* Module parameters (rbln_drv.c). */
+/* Module parameters, all defined in rbln_drv.c. */
 extern unsigned int rbln_boot_timeout_ms;
 extern unsigned int rbln_admin_timeout_ms;
 extern unsigned int rbln_job_timeout_ms;
 extern unsigned int rbln_release_grace_ms;
+extern unsigned int rbln_heartbeat_timeout_ms;
+extern bool rbln_ring_poll;
+extern bool rbln_recovery;
+extern bool rbln_host_thp;
 
 /* Driver view of the card; see rbln_state_name() for the sysfs strings. */
 enum rbln_state {
@@ -79,6 +109,8 @@ enum rbln_state {
 	RBLN_STATE_RESETTING,	/* the driver is resetting the card */
 	RBLN_STATE_OFFLINE,	/* the card was reset and is no longer used */
 };
+
+#define RBLN_FAULT_REASON_LEN	64
 
 /* What the driver knows about the card after probe; never changes. */
 struct rbln_identity {
@@ -96,9 +128,7 @@ struct rbln_identity {
 	char fw_version[32];
 };
 
-struct rbln_sysfs_node;
-
-/* Per open file. */
+/* Per open file: a client. */
 struct rbln_file {
 	struct rbln_device *rdev;
 	struct rbln_vm vm;
@@ -115,52 +145,32 @@ struct rbln_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
 
-	void __iomem *regs;	/* BAR0 */
-	void __iomem *ctrl;	/* BAR2, control region only */
+	void __iomem *regs;		/* BAR0 (rbln_pci.c) */
+	void __iomem *ctrl;		/* BAR2, control region only */
 
-	struct rbln_identity id;
+	struct rbln_identity id;	/* rbln_fw.c, at probe */
 
-	/* IRQs: admin completions and events (rbln_pci.c) */
-	int irq_admin;
-	int irq_event;
-	bool irqs_requested;
-
-	/* state, protected by state_lock */
+	/*
+	 * Protects state, fault_code, fault_reason and announce: the card
+	 * state machine of rbln_drv.c.
+	 */
 	spinlock_t state_lock;
 	enum rbln_state state;
 	u32 fault_code;
-	char fault_reason[64];
+	char fault_reason[RBLN_FAULT_REASON_LEN];
 	bool announce;		/* probe finished: state changes send uevents */
 
+	struct rbln_irqs irqs;		/* rbln_pci.c */
 	struct rbln_fw fw;		/* rbln_fw.c */
 	struct rbln_admin admin;	/* rbln_admin.c */
 	struct rbln_events events;	/* rbln_event.c */
 	struct rbln_telemetry telemetry; /* rbln_telemetry.c */
-
 	struct rbln_hbm_mem hbm;	/* rbln_hbm.c */
 	struct rbln_vms vms;		/* rbln_vm.c, rbln_mmu.c */
 	struct rbln_gem_stats gem;	/* rbln_gem.c, rbln_userptr.c */
-
-	/* command rings (rbln_ring.c) */
-	int irq_ring;
-	bool irq_ring_ok;		/* vector and firmware-iface 1.2 */
-	struct rbln_rings rings;
-
-	/* whole-card recovery (rbln_reset.c) */
-	struct mutex reset_lock;	/* ring resets vs. card recovery */
-	struct work_struct recover_work;
-	bool recover_failed;
-	bool recover_queued;		/* a recovery will run */
-	u64 card_resets;
-	struct delayed_work watchdog;
-	unsigned long wd_stamp;		/* jiffies the heartbeat last moved */
-	u64 wd_beat;
-	u64 heartbeat_losses;
-
-	/* sysfs (rbln_sysfs.c) */
-	struct rbln_sysfs_node *sysfs_card;
-	struct rbln_sysfs_node *sysfs_chiplet[RBLN_FW_MAX_CHIPLETS];
-	struct device *hwmon;
+	struct rbln_rings rings;	/* rbln_ring.c */
+	struct rbln_reset reset;	/* rbln_reset.c */
+	struct rbln_sysfs sysfs;	/* rbln_sysfs.c */
 };
 
 static inline struct rbln_device *to_rbln(struct drm_device *drm)
@@ -211,48 +221,23 @@ static inline void rbln_ctrl_copy(struct rbln_device *rdev, size_t off,
 	memcpy_fromio(buf, rdev->ctrl + off, len);
 }
 
-/* rbln_drv.c */
+/* rbln_drv.c: the card state machine */
 const char *rbln_state_name(struct rbln_device *rdev);
+const char *rbln_state_str(enum rbln_state state);
 const char *rbln_family_name(u32 family);
 enum rbln_state rbln_get_state(struct rbln_device *rdev);
 void rbln_set_state(struct rbln_device *rdev, enum rbln_state state);
 void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason);
+u32 rbln_get_fault(struct rbln_device *rdev, char *reason, size_t len);
 
-/* rbln_pci.c */
-int rbln_pci_map(struct rbln_device *rdev);
-int rbln_pci_setup_irqs(struct rbln_device *rdev);
-void rbln_pci_free_irqs(struct rbln_device *rdev);
-void rbln_doorbell(struct rbln_device *rdev, u32 vector);
-
-/* rbln_info.c */
+/* Entry points of the other files */
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
-			struct drm_file *file);
-
-/* rbln_sysfs.c */
-int rbln_sysfs_init(struct rbln_device *rdev);
-void rbln_sysfs_fini(struct rbln_device *rdev);
-void rbln_sysfs_notify_state(struct rbln_device *rdev);
-
-/* rbln_debugfs.c */
-void rbln_debugfs_init(struct rbln_device *rdev);
-
-/* rbln_reset.c */
-void rbln_reset_init(struct rbln_device *rdev);
-void rbln_reset_schedule(struct rbln_device *rdev);
-void rbln_watchdog_start(struct rbln_device *rdev);
-void rbln_reset_fini(struct rbln_device *rdev);
-void rbln_reset_lock(struct rbln_device *rdev);
-void rbln_reset_unlock(struct rbln_device *rdev);
-bool rbln_reset_pending(struct rbln_device *rdev);
-
-/* rbln_uring.c */
+			struct drm_file *file);		/* rbln_info.c */
+void rbln_debugfs_init(struct rbln_device *rdev);	/* rbln_debugfs.c */
+void rbln_show_fdinfo(struct drm_printer *p,
+		      struct drm_file *file);		/* rbln_fdinfo.c */
 struct io_uring_cmd;
-int rbln_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
-
-/* rbln_sysfs.c */
-void rbln_sysfs_ring_reset(struct rbln_device *rdev, u32 ring);
-
-/* rbln_fdinfo.c */
-void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file);
+int rbln_uring_cmd(struct io_uring_cmd *cmd,
+		   unsigned int issue_flags);		/* rbln_uring.c */
 
 #endif /* RBLN_DRV_H */

@@ -94,11 +94,6 @@ static const struct drm_gem_object_funcs rbln_host_funcs = {
  * 4 KiB pages.  host_thp=N, or a kernel without THP, keeps the plain shmem
  * mount; either way the buffers behave the same.
  */
-static bool rbln_host_thp = true;
-module_param_named(host_thp, rbln_host_thp, bool, 0444);
-MODULE_PARM_DESC(host_thp,
-		 "Back host buffers with transparent huge pages where possible (default: Y)");
-
 static struct vfsmount *rbln_gemfs;
 
 void rbln_gemfs_init(void)

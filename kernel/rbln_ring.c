@@ -498,7 +498,7 @@ int rbln_rings_init(struct rbln_device *rdev)
 	unsigned int i;
 	int ret;
 
-	if (!rdev->irq_ring_ok) {
+	if (!rbln_pci_has_ring_irq(rdev)) {
 		drm_info(&rdev->drm, "the card has no command rings (firmware-iface %u.%u, %u vectors): no jobs\n",
 			 rdev->id.iface_major, rdev->id.iface_minor,
 			 rdev->id.num_vectors);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rbln: sysfs, hwmon and state uevents.
+ * rbln: sysfs, hwmon and the uevents (state changes, ring resets).
  *
  * The driver's sysfs ABI (all files world-readable, read-only, one value
  * per file, strings or numbers with units in the name; never renumberable
@@ -25,6 +25,8 @@
 #include <drm/drm_drv.h>
 
 #include "rbln_drv.h"
+#include "rbln_reset.h"
+#include "rbln_sysfs.h"
 #include "rbln_telemetry.h"
 
 struct rbln_sysfs_node {
@@ -116,14 +118,10 @@ static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t fault_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	struct rbln_device *rdev = to_node(kobj)->rdev;
-	char reason[sizeof(rdev->fault_reason)];
+	char reason[RBLN_FAULT_REASON_LEN];
 	u32 code;
 
-	spin_lock(&rdev->state_lock);
-	code = rdev->fault_code;
-	memcpy(reason, rdev->fault_reason, sizeof(reason));
-	spin_unlock(&rdev->state_lock);
+	code = rbln_get_fault(to_node(kobj)->rdev, reason, sizeof(reason));
 
 	if (!reason[0] && code == RBLN_FW_FAULT_NONE)
 		return sysfs_emit(buf, "\n");
@@ -153,7 +151,7 @@ static struct kobj_attribute rbln_attr_family = __ATTR_RO(family);
 static ssize_t card_resets_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", READ_ONCE(to_node(kobj)->rdev->card_resets));
+	return sysfs_emit(buf, "%llu\n", rbln_reset_card_resets(to_node(kobj)->rdev));
 }
 
 /* heartbeat_losses: times the heartbeat watchdog found the firmware stopped. */
@@ -161,7 +159,7 @@ static ssize_t heartbeat_losses_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%llu\n",
-			  READ_ONCE(to_node(kobj)->rdev->heartbeat_losses));
+			  rbln_reset_heartbeat_losses(to_node(kobj)->rdev));
 }
 
 static struct kobj_attribute rbln_attr_heartbeat_losses = __ATTR_RO(heartbeat_losses);
@@ -448,9 +446,9 @@ int rbln_sysfs_init(struct rbln_device *rdev)
 			kobject_put(&card->kobj);
 			return PTR_ERR(node);
 		}
-		rdev->sysfs_chiplet[i] = node;
+		rdev->sysfs.chiplet[i] = node;
 	}
-	WRITE_ONCE(rdev->sysfs_card, card);
+	WRITE_ONCE(rdev->sysfs.card, card);
 
 	hwmon = devm_hwmon_device_register_with_info(dev, RBLN_DRIVER_NAME,
 						     rdev, &rbln_hwmon_chip,
@@ -461,30 +459,51 @@ int rbln_sysfs_init(struct rbln_device *rdev)
 		rbln_sysfs_fini(rdev);
 		return PTR_ERR(hwmon);
 	}
-	rdev->hwmon = hwmon;
+	rdev->sysfs.hwmon = hwmon;
 	return 0;
 }
 
 /* Removes the directories; waits for running show() calls. */
 void rbln_sysfs_fini(struct rbln_device *rdev)
 {
-	struct rbln_sysfs_node *card = rdev->sysfs_card;
+	struct rbln_sysfs_node *card = rdev->sysfs.card;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(rdev->sysfs_chiplet); i++) {
-		if (rdev->sysfs_chiplet[i])
-			kobject_put(&rdev->sysfs_chiplet[i]->kobj);
-		rdev->sysfs_chiplet[i] = NULL;
+	for (i = 0; i < ARRAY_SIZE(rdev->sysfs.chiplet); i++) {
+		if (rdev->sysfs.chiplet[i])
+			kobject_put(&rdev->sysfs.chiplet[i]->kobj);
+		rdev->sysfs.chiplet[i] = NULL;
 	}
-	WRITE_ONCE(rdev->sysfs_card, NULL);
+	WRITE_ONCE(rdev->sysfs.card, NULL);
 	if (card)
 		kobject_put(&card->kobj);
 }
 
-void rbln_sysfs_notify_state(struct rbln_device *rdev)
-{
-	struct rbln_sysfs_node *card = READ_ONCE(rdev->sysfs_card);
+/* ---- uevents ------------------------------------------------------------ */
 
+/*
+ * A state change: a KOBJ_CHANGE uevent of the PCI function with
+ * RBLN_STATE=<state> (and RBLN_FAULT_CODE=<n> on a fault), and a
+ * sysfs_notify() of "state" for pollers.
+ */
+void rbln_sysfs_state_changed(struct rbln_device *rdev, enum rbln_state state,
+			      u32 fault_code)
+{
+	struct rbln_sysfs_node *card;
+	char state_env[40];
+	char code_env[40];
+	char *envp[3] = { state_env, NULL, NULL };
+
+	snprintf(state_env, sizeof(state_env), "RBLN_STATE=%s",
+		 rbln_state_str(state));
+	if (state == RBLN_STATE_FAULT) {
+		snprintf(code_env, sizeof(code_env), "RBLN_FAULT_CODE=%u",
+			 fault_code);
+		envp[1] = code_env;
+	}
+	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
+
+	card = READ_ONCE(rdev->sysfs.card);
 	if (card)
 		sysfs_notify(&card->kobj, NULL, "state");
 }

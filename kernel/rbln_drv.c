@@ -264,7 +264,8 @@ static int rbln_release(struct inode *inode, struct file *filp)
 
 /*
  * Written by hand rather than DEFINE_DRM_ACCEL_FOPS: the stock accel fops
- * have no .show_fdinfo (and, later, no .uring_cmd).
+ * have no .show_fdinfo and no .uring_cmd, and .release must quiesce the
+ * file's jobs first (rbln_release()).
  */
 static const struct file_operations rbln_fops = {
 	.owner = THIS_MODULE,

@@ -29,6 +29,11 @@
 #include "rbln_sysfs.h"
 #include "rbln_telemetry.h"
 
+/*
+ * A directory: the card's rbln/ or one of its chiplet<i>/.  Raw kobjects,
+ * since attribute groups of the PCI device cannot nest chiplet<i>/ inside
+ * rbln/.
+ */
 struct rbln_sysfs_node {
 	struct kobject kobj;
 	struct rbln_device *rdev;

@@ -161,24 +161,13 @@ static void rbln_admin_timed_out(struct rbln_device *rdev, u32 seq, u16 opcode)
 		       "firmware stopped answering admin requests");
 }
 
-static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cmd)
+/* Writes @cmd into the request ring (its seq to *@seq), rings the doorbell. */
+static int rbln_admin_post(struct rbln_device *rdev, struct rbln_admin_cmd *cmd,
+			   u32 *seq)
 {
 	struct rbln_rec_ring *sq = &rdev->admin.sq;
 	struct rbln_fw_admin_req *req;
-	struct rbln_fw_admin_cpl cpl;
-	unsigned long deadline;
-	u32 head, next, seq;
-	int ret;
-
-	lockdep_assert_held(&rdev->admin.lock);
-
-	if (rbln_get_state(rdev) != RBLN_STATE_READY)
-		return -EIO;
-	if (cmd->data_size > PAGE_SIZE)
-		return -EINVAL;
-
-	/* Completions of earlier, timed-out requests. */
-	rbln_admin_reap(rdev, 0, &cpl);
+	u32 head, next;
 
 	head = rbln_ctrl_rd32(rdev, rbln_ctrl_off(admin_sq_head));
 	next = (sq->idx + 1) & (sq->entries - 1);
@@ -189,14 +178,14 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 		return -EIO;
 	}
 
-	seq = ++rdev->admin.seq;
-	if (!seq)
-		seq = ++rdev->admin.seq;
+	*seq = ++rdev->admin.seq;
+	if (!*seq)
+		*seq = ++rdev->admin.seq;
 
 	req = rbln_rec_ring_slot(sq);
 	memset(req, 0, sizeof(*req));
 	req->opcode = cmd->opcode;
-	req->seq = seq;
+	req->seq = *seq;
 	if (cmd->data_size) {
 		if (cmd->in)
 			memcpy(rdev->admin.buf, cmd->in, cmd->data_size);
@@ -211,13 +200,20 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 	wmb();
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(admin_sq_tail), next);
 	rbln_doorbell(rdev, RBLN_FW_DB_ADMIN);
+	return 0;
+}
 
-	deadline = jiffies + msecs_to_jiffies(rbln_admin_timeout_ms);
+/* Waits for the completion of request @seq into *@cpl; 0 or -errno. */
+static int rbln_admin_wait(struct rbln_device *rdev, struct rbln_admin_cmd *cmd,
+			   u32 seq, struct rbln_fw_admin_cpl *cpl)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(rbln_admin_timeout_ms);
+
 	for (;;) {
 		bool late = time_after(jiffies, deadline);
 
-		if (rbln_admin_reap(rdev, seq, &cpl))
-			break;
+		if (rbln_admin_reap(rdev, seq, cpl))
+			return 0;
 		if (rbln_get_state(rdev) != RBLN_STATE_READY)
 			return -EIO;
 		if (late) {
@@ -238,30 +234,62 @@ static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cm
 						msecs_to_jiffies(RBLN_ADMIN_POLL_MS)) < 0)
 			return -EINTR;
 	}
+}
 
-	ret = rbln_admin_status_errno(cpl.status);
-	memcpy(cmd->result, cpl.result, sizeof(cmd->result));
-	if (cpl.status == RBLN_FW_ST_MMU_FAULT)
+/* The answer @cpl to @cmd: its status as an errno, its result and data. */
+static int rbln_admin_answer(struct rbln_device *rdev, struct rbln_admin_cmd *cmd,
+			     const struct rbln_fw_admin_cpl *cpl)
+{
+	int ret;
+
+	ret = rbln_admin_status_errno(cpl->status);
+	memcpy(cmd->result, cpl->result, sizeof(cmd->result));
+	if (cpl->status == RBLN_FW_ST_MMU_FAULT)
 		return ret;	/* reported by the MMU fault event */
 	if (ret) {
 		drm_err_ratelimited(&rdev->drm, "admin opcode %u failed: status %u (%s)\n",
-				    cmd->opcode, cpl.status,
-				    rbln_fw_status_name(cpl.status));
+				    cmd->opcode, cpl->status,
+				    rbln_fw_status_name(cpl->status));
 		return ret;
 	}
-	if (cpl.data_len > cmd->data_size) {
+	if (cpl->data_len > cmd->data_size) {
 		drm_err_ratelimited(&rdev->drm,
 				    "admin opcode %u: card claims %u bytes written into a %u-byte buffer\n",
-				    cmd->opcode, cpl.data_len, cmd->data_size);
+				    cmd->opcode, cpl->data_len, cmd->data_size);
 		return -EIO;
 	}
-	cmd->data_len = cpl.data_len;
-	if (cpl.data_len && !cmd->in) {
+	cmd->data_len = cpl->data_len;
+	if (cpl->data_len && !cmd->in) {
 		/* The card wrote the data before it wrote the completion. */
 		dma_rmb();
-		memcpy(cmd->data, rdev->admin.buf, cpl.data_len);
+		memcpy(cmd->data, rdev->admin.buf, cpl->data_len);
 	}
 	return 0;
+}
+
+static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cmd)
+{
+	struct rbln_fw_admin_cpl cpl;
+	u32 seq;
+	int ret;
+
+	lockdep_assert_held(&rdev->admin.lock);
+
+	if (rbln_get_state(rdev) != RBLN_STATE_READY)
+		return -EIO;
+	if (cmd->data_size > PAGE_SIZE)
+		return -EINVAL;
+
+	/* Completions of earlier, timed-out requests. */
+	rbln_admin_reap(rdev, 0, &cpl);
+
+	ret = rbln_admin_post(rdev, cmd, &seq);
+	if (ret)
+		return ret;
+	ret = rbln_admin_wait(rdev, cmd, seq, &cpl);
+	if (ret)
+		return ret;
+	return rbln_admin_answer(rdev, cmd, &cpl);
 }
 
 /*

@@ -386,6 +386,13 @@ struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
 
 /* ---- common -------------------------------------------------------------- */
 
+/* RBLN_INFO_MEM: bytes of host buffers and of pinned user pages, all clients. */
+void rbln_gem_stats(struct rbln_device *rdev, u64 *host_bytes, u64 *pinned_bytes)
+{
+	*host_bytes = atomic64_read(&rdev->gem.host_bytes);
+	*pinned_bytes = atomic64_read(&rdev->gem.pinned_bytes);
+}
+
 /* A non-shmem bo of @size (a multiple of PAGE_SIZE). */
 struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
 			      enum rbln_bo_kind kind,

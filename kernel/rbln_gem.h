@@ -85,6 +85,8 @@ struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
 int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
 		    u64 *va);
 struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo);
+void rbln_gem_stats(struct rbln_device *rdev, u64 *host_bytes,
+		    u64 *pinned_bytes);
 int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 			 struct drm_file *file);
 int rbln_ioctl_bo_info(struct drm_device *drm, void *data,

@@ -72,8 +72,7 @@ static void rbln_info_mem(struct rbln_device *rdev, struct drm_rbln_info_mem *m)
 	unsigned int i;
 
 	m->chiplet_count = rdev->id.chiplet_count;
-	m->host_bytes = atomic64_read(&rdev->gem.host_bytes);
-	m->pinned_bytes = atomic64_read(&rdev->gem.pinned_bytes);
+	rbln_gem_stats(rdev, &m->host_bytes, &m->pinned_bytes);
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
 		struct drm_rbln_mem_chiplet *c = &m->chiplet[i];
 

@@ -366,6 +366,8 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		ret = rbln_telemetry_init(rdev);
 	if (!ret)
 		ret = rbln_reset_init(rdev);
+	if (!ret)
+		ret = rbln_vms_init(rdev);
 	if (ret)
 		return ret;
 
@@ -382,7 +384,7 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	if (ret)
 		return ret;
 	/* Memory lives as long as the drm_device, not the bind. */
-	ret = rbln_vms_init(rdev);
+	ret = rbln_vms_alloc(rdev);
 	if (!ret)
 		ret = rbln_hbm_init(rdev);
 	if (ret)

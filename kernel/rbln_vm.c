@@ -39,19 +39,21 @@ static void rbln_vms_fini(struct drm_device *drm, void *arg)
 	dma_pool_destroy(to_rbln(drm)->vms.pt_pool);
 }
 
-/*
- * The VM table, its lock and the page-table pool: they live as long as
- * the drm_device (open files may outlive the PCI binding), not the bind.
- */
+/* Probe, before the IRQs (an MMU fault event looks VMs up): the VM table. */
 int rbln_vms_init(struct rbln_device *rdev)
 {
-	struct rbln_vms *vms = &rdev->vms;
-	int ret;
+	xa_init_flags(&rdev->vms.xa, XA_FLAGS_ALLOC1);
+	return drmm_mutex_init(&rdev->drm, &rdev->vms.list_lock);
+}
 
-	xa_init_flags(&vms->xa, XA_FLAGS_ALLOC1);
-	ret = drmm_mutex_init(&rdev->drm, &vms->list_lock);
-	if (ret)
-		return ret;
+/*
+ * Probe, once the card is up: the page-table pool.  It lives as long as
+ * the drm_device (open files may outlive the PCI binding), not the bind.
+ */
+int rbln_vms_alloc(struct rbln_device *rdev)
+{
+	struct rbln_vms *vms = &rdev->vms;
+
 	vms->pt_pool = dma_pool_create("rbln-pt", &rdev->pdev->dev,
 				       RBLN_FW_PAGE_SIZE, RBLN_FW_PAGE_SIZE, 0);
 	if (!vms->pt_pool)

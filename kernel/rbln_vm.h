@@ -78,6 +78,7 @@ struct rbln_vms {
 
 /* rbln_vm.c */
 int rbln_vms_init(struct rbln_device *rdev);
+int rbln_vms_alloc(struct rbln_device *rdev);
 void rbln_vms_rebind(struct rbln_device *rdev);
 int rbln_vm_debug_access(struct rbln_device *rdev, u32 asid, bool write,
 			 u64 va, void *buf, u32 len);

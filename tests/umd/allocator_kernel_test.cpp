@@ -17,6 +17,7 @@
 #include "rbln/allocator.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/rbln_alloc.h"
+#include "testing.hpp"
 
 namespace rbln::test::allocator_kernel_test {
 namespace {
@@ -39,6 +40,31 @@ TEST(AllocatorKernel, SegmentsAreHbmBuffersOfTheChosenChiplet) {
     a->empty_cache();
     EXPECT_EQ(k->buffer_count(), 0u) << "GEM close";
     EXPECT_EQ(k->count(KernelOp::GemClose), 1);
+}
+
+// Device::allocate takes its HBM from the device's caching allocator, so a
+// framework's every device allocation shows in memory_stats().
+TEST(AllocatorKernel, DeviceAllocateComesFromTheCachingAllocatorAndShowsInItsStatistics) {
+    auto k = std::make_shared<FakeKernel>();
+    auto dev = fake_device(k, Path::Ioctl);
+    const std::size_t buffers = k->buffer_count(); // the device's own (command, staging)
+    std::shared_ptr<Memory> m = dev->allocate(1000, 2);
+    DeviceAllocator& a = dev->allocator();
+    EXPECT_EQ(a.memory_allocated(), 1024u);
+    EXPECT_EQ(a.memory_reserved(), 2 * MiB);
+    EXPECT_EQ(a.memory_stats().at("requested_bytes.all.current"), 1000);
+    EXPECT_EQ(k->hbm_used(2), 2 * MiB) << "on the chiplet asked for";
+    EXPECT_EQ(m->chiplet(), 2u);
+    EXPECT_EQ(m->size(), 1000u);
+    EXPECT_NE(k->translate(m->device_va(), m->size()), nullptr);
+    std::shared_ptr<Memory> n = dev->allocate(1000, 2);
+    EXPECT_EQ(k->buffer_count(), buffers + 1) << "both blocks from one cached segment";
+    m.reset();
+    n.reset();
+    EXPECT_EQ(a.memory_allocated(), 0u);
+    EXPECT_EQ(a.memory_reserved(), 2 * MiB) << "cached, as PyTorch's";
+    a.empty_cache();
+    EXPECT_EQ(k->buffer_count(), buffers);
 }
 
 // A fork() child shares the parent's open file: its copy of the allocator
@@ -144,11 +170,13 @@ TEST(AllocatorKernel, StreamsHaveDistinctIds) {
 class AllocatorCApi : public ::testing::Test {
 protected:
     void SetUp() override {
-        reset_process_allocators([this](unsigned index) {
+        ProcessOptions p;
+        p.allocator = [this](unsigned index) {
             return DeviceAllocator::for_kernels(index, {{0, k}});
-        });
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override { reset_process_allocators(); }
+    void TearDown() override { reset_process_for_tests(); }
     std::shared_ptr<FakeKernel> k = std::make_shared<FakeKernel>();
 };
 

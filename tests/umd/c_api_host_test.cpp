@@ -18,6 +18,7 @@
 #include "rbln/host_allocator.hpp"
 #include "rbln/rbln.h"
 #include "rbln/rbln_host.h"
+#include "testing.hpp"
 
 extern "C" int rbln_test_host_from_c(void);
 
@@ -31,24 +32,18 @@ protected:
     void SetUp() override {
         fake.load_driver("0.1.0");
         fake.add_card(CardSpec{});
-        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
-        DeviceOptions o;
-        o.submitter.use_io_uring = false;
-        o.submitter.warn = [](const std::string&) {};
-        Device::reset_process_devices(
-            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                auto k = std::make_unique<FakeKernel>();
-                k->run_packets = true;
-                return std::unique_ptr<KernelInterface>(std::move(k));
-            },
-            o);
-        reset_process_host_allocators();
+        ProcessOptions p;
+        p.runtime.root = fake.root();
+        p.device.submitter.use_io_uring = false;
+        p.device.submitter.warn = [](const std::string&) {};
+        p.opener = [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            auto k = std::make_unique<FakeKernel>();
+            k->run_packets = true;
+            return std::unique_ptr<KernelInterface>(std::move(k));
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override {
-        reset_process_host_allocators();
-        Device::reset_process_devices();
-        rbln_set_root(nullptr);
-    }
+    void TearDown() override { reset_process_for_tests(); }
     static std::int64_t stat(const char* key) {
         std::int64_t v = -1;
         EXPECT_EQ(rbln_host_memory_stat(0, key, &v), RBLN_OK) << rbln_host_last_error_message();

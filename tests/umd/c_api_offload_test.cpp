@@ -20,6 +20,7 @@
 #include "rbln/rbln_offload.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
+#include "testing.hpp"
 
 extern "C" int rbln_test_offload_from_c(const char* directory);
 
@@ -33,29 +34,23 @@ protected:
     void SetUp() override {
         fake.load_driver("0.1.0");
         fake.add_card(CardSpec{});
-        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
-        DeviceOptions o;
-        o.submitter.use_io_uring = false;
-        o.submitter.warn = [](const std::string&) {};
-        Device::reset_process_devices(
-            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                auto k = std::make_unique<FakeKernel>();
-                k->run_packets = true;
-                return std::unique_ptr<KernelInterface>(std::move(k));
-            },
-            o);
-        reset_process_allocators([](unsigned index) {
-            return DeviceAllocator::for_kernels(index, {{0, Device::get(index)->kernel_ptr()}});
-        });
-        reset_process_commit_mode([](std::string_view) { return std::nullopt; });
+        ProcessOptions p;
+        p.runtime.root = fake.root();
+        p.runtime.env = [](std::string_view) { return std::optional<std::string>(); };
+        p.device.submitter.use_io_uring = false;
+        p.device.submitter.warn = [](const std::string&) {};
+        p.opener = [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            auto k = std::make_unique<FakeKernel>();
+            k->run_packets = true;
+            return std::unique_ptr<KernelInterface>(std::move(k));
+        };
+        reset_process_for_tests(std::move(p));
         std::string t = (std::filesystem::temp_directory_path() / "rbln-c-offload-XXXXXX").string();
         ASSERT_NE(::mkdtemp(t.data()), nullptr);
         dir = t;
     }
     void TearDown() override {
-        reset_process_allocators();
-        Device::reset_process_devices();
-        rbln_set_root(nullptr);
+        reset_process_for_tests();
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
     }

@@ -17,6 +17,7 @@
 #include "rbln/rbln_alloc.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
+#include "testing.hpp"
 
 namespace rbln::test::c_api_storage_test {
 namespace {
@@ -28,27 +29,19 @@ protected:
     void SetUp() override {
         fake.load_driver("0.1.0");
         fake.add_card(CardSpec{});
-        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
-        DeviceOptions o;
-        o.submitter.use_io_uring = false;
-        o.submitter.warn = [](const std::string&) {};
-        Device::reset_process_devices(
-            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                auto k = std::make_unique<FakeKernel>();
-                k->run_packets = true;
-                return std::unique_ptr<KernelInterface>(std::move(k));
-            },
-            o);
-        reset_process_allocators([](unsigned index) {
-            return DeviceAllocator::for_kernels(index, {{0, Device::get(index)->kernel_ptr()}});
-        });
-        reset_process_commit_mode([](std::string_view) { return std::nullopt; });
+        ProcessOptions p;
+        p.runtime.root = fake.root();
+        p.runtime.env = [](std::string_view) { return std::optional<std::string>(); };
+        p.device.submitter.use_io_uring = false;
+        p.device.submitter.warn = [](const std::string&) {};
+        p.opener = [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            auto k = std::make_unique<FakeKernel>();
+            k->run_packets = true;
+            return std::unique_ptr<KernelInterface>(std::move(k));
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override {
-        reset_process_allocators();
-        Device::reset_process_devices();
-        rbln_set_root(nullptr);
-    }
+    void TearDown() override { reset_process_for_tests(); }
 
     static rbln_storage_info info_of(const rbln_storage* s) {
         rbln_storage_info i{};

@@ -10,24 +10,19 @@
 #include <new>
 #include <string>
 
+#include "process_context.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
+#include "testing.h"
+#include "testing.hpp"
 
 namespace {
 
 thread_local std::string g_last_error;
-
-std::mutex g_root_mutex;
-std::string g_root = "/"; // guarded by g_root_mutex
-
-std::string current_root() {
-    const std::lock_guard<std::mutex> lock(g_root_mutex);
-    return g_root;
-}
 
 rbln_status fail(rbln_status status, std::string message) {
     g_last_error = std::move(message);
@@ -51,7 +46,7 @@ template <typename F> rbln_status guarded(F&& body) {
 
 rbln::Discovery discover_now() {
     rbln::DiscoveryOptions options;
-    options.root = current_root();
+    options.root = rbln::detail::ProcessContexts::get().root();
     return rbln::discover(options);
 }
 
@@ -211,12 +206,9 @@ rbln_status rbln_driver_version(char* buf, size_t len) {
 
 rbln_status rbln_set_root(const char* root) {
     return guarded([&] {
-        const std::lock_guard<std::mutex> lock(g_root_mutex);
-        g_root = (root == nullptr || *root == '\0') ? "/" : root;
-        rbln::RuntimeOptions options;
-        options.root = g_root;
-        rbln::Runtime::reset_process(std::move(options));
-        rbln::Device::reset_process_devices();
+        rbln::ProcessOptions options;
+        options.runtime.root = (root == nullptr || *root == '\0') ? "/" : root;
+        rbln::reset_process_for_tests(std::move(options));
         return RBLN_OK;
     });
 }

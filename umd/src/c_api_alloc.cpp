@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// c_api_alloc.cpp - rbln_alloc.h over rbln::DeviceAllocator, and the
-// process-wide allocators behind it.  Every entry point catches
-// everything: no exception crosses into C.
+// c_api_alloc.cpp - rbln_alloc.h over the caching allocators of the
+// process's device contexts (process_context.hpp).  Every entry point
+// catches everything: no exception crosses into C.
 
 #include <cstring>
 #include <map>
@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "process_context.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
@@ -18,65 +19,8 @@
 
 namespace rbln {
 
-namespace {
-
-struct ProcessAllocator {
-    std::unique_ptr<DeviceAllocator> allocator;
-    std::mutex blocks_mutex;
-    std::unordered_map<std::uint64_t, DeviceBlock> blocks; ///< rbln_caching_alloc()'s, by device VA
-};
-
-// Never destroyed (see process_allocator()).
-struct Registry {
-    std::mutex mutex;
-    std::map<unsigned, std::unique_ptr<ProcessAllocator>> devices;
-    AllocatorFactory factory;
-};
-
-Registry& registry() {
-    alignas(Registry) static unsigned char storage[sizeof(Registry)];
-    static Registry* r = std::construct_at(reinterpret_cast<Registry*>(storage));
-    return *r;
-}
-
-std::unique_ptr<DeviceAllocator> default_factory(unsigned index) {
-    const std::shared_ptr<Device> dev = Device::get(index);
-    const LogicalDevice ld = Runtime::process().device(index);
-    const unsigned npu = ld.npus.empty() ? 0 : ld.npus.front();
-    return DeviceAllocator::for_kernels(index, {{npu, dev->kernel_ptr()}},
-                                        AllocatorConfig::from_environment());
-}
-
-ProcessAllocator& process_entry(unsigned index) {
-    Registry& r = registry();
-    const std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.devices.find(index);
-    if (it != r.devices.end())
-        return *it->second;
-    auto entry = std::make_unique<ProcessAllocator>();
-    entry->allocator = r.factory ? r.factory(index) : default_factory(index);
-    if (!entry->allocator)
-        throw Error(Errc::NoDevice, "allocator", device_string(index), 0,
-                    "no allocator for this device");
-    return *r.devices.emplace(index, std::move(entry)).first->second;
-}
-
-} // namespace
-
 DeviceAllocator& process_allocator(unsigned index) {
-    return *process_entry(index).allocator;
-}
-
-void reset_process_allocators(AllocatorFactory factory) {
-    Registry& r = registry();
-    std::map<unsigned, std::unique_ptr<ProcessAllocator>> old;
-    {
-        const std::lock_guard<std::mutex> lock(r.mutex);
-        old.swap(r.devices);
-        r.factory = std::move(factory);
-    }
-    for (auto& [index, entry] : old)
-        entry->blocks.clear(); // before their allocator
+    return detail::ProcessContexts::get().allocator(index);
 }
 
 } // namespace rbln
@@ -141,18 +85,19 @@ rbln_status rbln_caching_alloc(int device, uint64_t size, uint64_t stream, int p
     if (place < RBLN_PLACE_DEFAULT)
         return invalid("place " + std::to_string(place) + " is not a place");
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
+        rbln::DeviceAllocator& a = ctx->allocator();
         *device_va = 0;
         std::optional<unsigned> where;
         if (place != RBLN_PLACE_DEFAULT)
             where = static_cast<unsigned>(place);
-        rbln::DeviceBlock block = p.allocator->allocate(size, stream, where);
+        rbln::DeviceBlock block = a.allocate(size, stream, where);
         if (!block)
             return RBLN_OK;
         const std::uint64_t va = block.device_va();
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            p.blocks.emplace(va, std::move(block));
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            ctx->c_blocks.emplace(va, std::move(block));
         }
         *device_va = va;
         return RBLN_OK;
@@ -163,12 +108,12 @@ rbln_status rbln_caching_free(int device, uint64_t device_va) {
     if (device_va == 0)
         return RBLN_OK;
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
         rbln::DeviceBlock block;
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            auto it = p.blocks.find(device_va);
-            if (it == p.blocks.end())
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            auto it = ctx->c_blocks.find(device_va);
+            if (it == ctx->c_blocks.end())
                 return invalid("rbln_caching_free: no live block of rbln:" +
                                std::to_string(device) + " starts at device VA 0x" + [&] {
                                    char buf[32];
@@ -177,9 +122,9 @@ rbln_status rbln_caching_free(int device, uint64_t device_va) {
                                    return std::string(buf);
                                }());
             block = std::move(it->second);
-            p.blocks.erase(it);
+            ctx->c_blocks.erase(it);
         }
-        block.reset(); // outside blocks_mutex
+        block.reset(); // outside c_mutex
         return RBLN_OK;
     });
 }
@@ -189,12 +134,12 @@ rbln_status rbln_alloc_block_get_info(int device, uint64_t device_va,
     if (info == nullptr || info->struct_size == 0)
         return invalid("info is NULL or its struct_size is 0");
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
         struct rbln_alloc_block_info out {};
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            auto it = p.blocks.find(device_va);
-            if (it == p.blocks.end())
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            auto it = ctx->c_blocks.find(device_va);
+            if (it == ctx->c_blocks.end())
                 return invalid("rbln_alloc_block_get_info: no live block at that device VA");
             const rbln::DeviceBlock& b = it->second;
             out.handle = b.handle();

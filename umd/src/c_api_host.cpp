@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "process_context.hpp"
 #include "rbln/device.hpp"
 #include "rbln/host_allocator.hpp"
 #include "rbln/rbln_host.h"
@@ -23,15 +24,16 @@ namespace {
 
 thread_local std::string g_host_error;
 
-// The blocks handed out through rbln_host_alloc(), by address.
-std::mutex g_blocks_mutex;
-std::map<const void*, rbln::HostBlock>& blocks() {
-    // Never destroyed: a block freed at exit must not touch a dead map.
-    alignas(std::map<const void*, rbln::HostBlock>) static unsigned char
-        storage[sizeof(std::map<const void*, rbln::HostBlock>)];
-    static auto* m =
-        std::construct_at(reinterpret_cast<std::map<const void*, rbln::HostBlock>*>(storage));
-    return *m;
+// The blocks handed out through rbln_host_alloc() live in their device's
+// context (process_context.hpp); rbln_host_free() finds the one that has it.
+rbln::HostBlock take_block(const void* ptr) {
+    for (const auto& ctx : rbln::detail::ProcessContexts::get().contexts()) {
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        auto node = ctx->c_host_blocks.extract(ptr);
+        if (!node.empty())
+            return std::move(node.mapped());
+    }
+    return {};
 }
 
 template <typename F> rbln_status guard(F&& f) {
@@ -74,11 +76,12 @@ rbln_status rbln_host_alloc(int device, size_t size, void** ptr) {
     if (size == 0)
         return invalid("a block of 0 bytes was asked for");
     return guard([&] {
-        rbln::HostBlock b =
-            rbln::process_host_allocator(static_cast<unsigned>(device)).allocate(size);
+        const auto ctx =
+            rbln::detail::ProcessContexts::get().context(static_cast<unsigned>(device));
+        rbln::HostBlock b = ctx->host_allocator().allocate(size);
         void* p = b.data();
-        const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-        blocks().emplace(p, std::move(b));
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        ctx->c_host_blocks.emplace(p, std::move(b));
         *ptr = p;
         return RBLN_OK;
     });
@@ -88,14 +91,9 @@ rbln_status rbln_host_free(void* ptr) {
     if (ptr == nullptr)
         return RBLN_OK;
     return guard([&] {
-        rbln::HostBlock b;
-        {
-            const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-            auto node = blocks().extract(ptr);
-            if (node.empty())
-                return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
-            b = std::move(node.mapped());
-        }
+        rbln::HostBlock b = take_block(ptr);
+        if (!b)
+            return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
         b.reset();
         return RBLN_OK;
     });
@@ -105,12 +103,15 @@ rbln_status rbln_host_block_size(const void* ptr, size_t* size) {
     if (ptr == nullptr || size == nullptr)
         return invalid(ptr == nullptr ? "ptr is NULL" : "size is NULL");
     return guard([&] {
-        const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-        const auto it = blocks().find(ptr);
-        if (it == blocks().end())
-            return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
-        *size = it->second.size();
-        return RBLN_OK;
+        for (const auto& ctx : rbln::detail::ProcessContexts::get().contexts()) {
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            const auto it = ctx->c_host_blocks.find(ptr);
+            if (it != ctx->c_host_blocks.end()) {
+                *size = it->second.size();
+                return RBLN_OK;
+            }
+        }
+        return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
     });
 }
 

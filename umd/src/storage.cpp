@@ -8,7 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "block_memory.hpp"
 #include "explain_hooks.hpp"
+#include "process_context.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -16,30 +18,6 @@
 namespace rbln {
 
 namespace {
-
-/// A storage's block as librbln Memory: device memory the copies and jobs
-/// can use.  Holds the block (freed to the cache when the last user goes).
-class BlockMemory final : public Memory {
-public:
-    BlockMemory(std::shared_ptr<KernelInterface> kernel, DeviceBlock block, std::uint64_t size,
-                unsigned chiplet)
-        : kernel_(std::move(kernel)), block_(std::move(block)), size_(size), chiplet_(chiplet) {}
-
-    MemoryKind kind() const noexcept override { return MemoryKind::Device; }
-    const KernelInterface& kernel() const noexcept override { return *kernel_; }
-    std::uint32_t handle() const noexcept override { return block_ ? block_.handle() : 0; }
-    std::uint64_t device_va() const noexcept override { return block_ ? block_.device_va() : 0; }
-    std::uint64_t size() const noexcept override { return size_; }
-    std::byte* host_data() const noexcept override { return nullptr; }
-    unsigned chiplet() const noexcept override { return chiplet_; }
-    const DeviceBlock& block() const noexcept { return block_; }
-
-private:
-    std::shared_ptr<KernelInterface> kernel_;
-    DeviceBlock block_;
-    std::uint64_t size_;
-    unsigned chiplet_;
-};
 
 std::atomic<std::uint64_t> g_next_id{1};
 
@@ -97,15 +75,17 @@ CommitMode process_commit_mode() {
     const int m = g_mode.load(std::memory_order_acquire);
     if (m >= 0)
         return static_cast<CommitMode>(m);
+    const EnvSource env = Runtime::process().environment();
     const std::lock_guard<std::mutex> lock(g_mode_mutex);
     if (g_mode.load() < 0)
-        g_mode.store(static_cast<int>(commit_mode_from_environment()), std::memory_order_release);
+        g_mode.store(static_cast<int>(commit_mode_from_environment(env)),
+                     std::memory_order_release);
     return static_cast<CommitMode>(g_mode.load());
 }
 
-void reset_process_commit_mode(const EnvSource& env) {
+void detail::forget_commit_mode() noexcept {
     const std::lock_guard<std::mutex> lock(g_mode_mutex);
-    g_mode.store(static_cast<int>(commit_mode_from_environment(env)), std::memory_order_release);
+    g_mode.store(-1, std::memory_order_release);
 }
 
 StorageTransfers storage_transfer_totals() noexcept {
@@ -182,8 +162,8 @@ void Storage::commit_locked(StreamId stream) {
         return;
     DeviceBlock block = allocator_.allocate(nbytes_, stream, place_);
     const unsigned chiplet = block ? allocator_.chiplet_of(block.place()) : 0;
-    memory_ =
-        std::make_shared<BlockMemory>(device_->kernel_ptr(), std::move(block), nbytes_, chiplet);
+    memory_ = std::make_shared<detail::BlockMemory>(device_->kernel_ptr(), std::move(block),
+                                                    nbytes_, chiplet);
     transfers_.commits++;
     detail::explain_commit(id_, nbytes_);
     g_totals.commits.fetch_add(1, std::memory_order_relaxed);
@@ -295,7 +275,7 @@ void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
 
 void Storage::record_stream(const Stream& stream) {
     commit();
-    const auto& block = static_cast<const BlockMemory&>(*memory_).block();
+    const auto& block = static_cast<const detail::BlockMemory&>(*memory_).block();
     if (block)
         allocator_.record_stream(block, stream_fence_source(stream));
 }

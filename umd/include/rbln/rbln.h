@@ -228,13 +228,6 @@ struct rbln_copy_stats {
 /* Which path the copies of @device took so far. */
 rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats);
 
-/*
- * Debug/test only: use @root instead of "/" for sysfs and /dev (a fake tree).
- * NULL restores "/".  Affects every thread, and starts the device state
- * (mapping, commit, current devices) afresh.
- */
-rbln_status rbln_set_root(const char* root);
-
 #ifdef __cplusplus
 }
 #endif

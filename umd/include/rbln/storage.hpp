@@ -103,10 +103,9 @@ enum class CommitMode : std::uint8_t { Lazy, Eager };
 /// RBLN_EAGER_MALLOC from @env (empty: the process environment): "1" is
 /// Eager, "0", "" or unset Lazy; anything else throws Errc::BadConfig.
 CommitMode commit_mode_from_environment(const EnvSource& env = {});
-/// The process's mode: RBLN_EAGER_MALLOC read at the first call, then kept.
+/// The process's mode: RBLN_EAGER_MALLOC (where Runtime::process() reads
+/// its variables) read at the first call, then kept.
 CommitMode process_commit_mode();
-/// Tests: reads the process's mode again, from @env.
-void reset_process_commit_mode(const EnvSource& env = {});
 
 /// Transfers of one storage (or of all storages, storage_transfer_totals()).
 struct StorageTransfers {

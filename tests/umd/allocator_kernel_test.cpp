@@ -182,7 +182,7 @@ protected:
 
 TEST_F(AllocatorCApi, AllocateFreeAndStatistics) {
     std::uint64_t va = 0;
-    ASSERT_EQ(rbln_caching_alloc(0, 1000, 0, 1, &va), RBLN_OK) << rbln_alloc_last_error_message();
+    ASSERT_EQ(rbln_caching_alloc(0, 1000, 0, 1, &va), RBLN_OK) << rbln_last_error_message();
     EXPECT_NE(va, 0u);
     rbln_alloc_block_info info{};
     info.struct_size = sizeof(info);
@@ -202,7 +202,7 @@ TEST_F(AllocatorCApi, AllocateFreeAndStatistics) {
     ASSERT_EQ(rbln_memory_stat(0, "npu.0.chiplet.1.segment.small_pool.current", &v), RBLN_OK);
     EXPECT_EQ(v, 1);
     EXPECT_EQ(rbln_memory_stat(0, "no.such.key", &v), RBLN_ERR_INVALID_ARGUMENT);
-    EXPECT_THAT(rbln_alloc_last_error_message(), HasSubstr("no memory statistic 'no.such.key'"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("no memory statistic 'no.such.key'"));
     ASSERT_EQ(rbln_caching_free(0, va), RBLN_OK);
     EXPECT_EQ(rbln_caching_free(0, va), RBLN_ERR_INVALID_ARGUMENT) << "freed twice";
     ASSERT_EQ(rbln_max_memory_allocated(0, &bytes), RBLN_OK);
@@ -235,7 +235,7 @@ TEST_F(AllocatorCApi, OutOfMemoryAndBadArgumentsReturnStatuses) {
     std::uint64_t va = 1;
     EXPECT_EQ(rbln_caching_alloc(0, 600 * MiB, 0, RBLN_PLACE_DEFAULT, &va), RBLN_ERR_OUT_OF_MEMORY);
     EXPECT_EQ(va, 0u);
-    EXPECT_THAT(rbln_alloc_last_error_message(), HasSubstr("NPU 0 chiplet 0 is out of memory"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("NPU 0 chiplet 0 is out of memory"));
     EXPECT_EQ(rbln_caching_alloc(0, 512, 0, 9, &va), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_caching_alloc(0, 512, 0, 0, nullptr), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_caching_alloc(-1, 512, 0, 0, &va), RBLN_ERR_NO_DEVICE);

@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 
+#include "c_guard.hpp"
 #include "process_context.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -20,29 +21,19 @@
 #include "testing.h"
 #include "testing.hpp"
 
+namespace rbln::capi {
+
+std::string& last_error() noexcept {
+    thread_local std::string message;
+    return message;
+}
+
+} // namespace rbln::capi
+
 namespace {
 
-thread_local std::string g_last_error;
-
-rbln_status fail(rbln_status status, std::string message) {
-    g_last_error = std::move(message);
-    return status;
-}
-
-template <typename F> rbln_status guarded(F&& body) {
-    try {
-        g_last_error.clear();
-        return body();
-    } catch (const rbln::Error& e) {
-        return fail(static_cast<rbln_status>(e.code()), e.what());
-    } catch (const std::bad_alloc&) {
-        return fail(RBLN_ERR_INTERNAL, "out of memory");
-    } catch (const std::exception& e) {
-        return fail(RBLN_ERR_INTERNAL, std::string("internal error: ") + e.what());
-    } catch (...) {
-        return fail(RBLN_ERR_INTERNAL, "internal error: unknown exception");
-    }
-}
+using rbln::capi::fail;
+using rbln::capi::guard;
 
 rbln::Discovery discover_now() {
     rbln::DiscoveryOptions options;
@@ -126,11 +117,11 @@ const char* rbln_status_name(rbln_status status) {
 }
 
 const char* rbln_last_error_message(void) {
-    return g_last_error.c_str();
+    return rbln::capi::last_error().c_str();
 }
 
 rbln_status rbln_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_device_count: count is NULL");
         *count = static_cast<int>(discover_now().cards.size());
@@ -139,7 +130,7 @@ rbln_status rbln_device_count(int* count) {
 }
 
 rbln_status rbln_device_get_info(int index, struct rbln_device_info* info) {
-    return guarded([&] {
+    return guard([&] {
         if (info == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_device_get_info: info is NULL");
         const std::uint32_t caller_size = info->struct_size;
@@ -191,7 +182,7 @@ rbln_status rbln_device_get_info(int index, struct rbln_device_info* info) {
 }
 
 rbln_status rbln_driver_version(char* buf, size_t len) {
-    return guarded([&] {
+    return guard([&] {
         if (buf == nullptr || len == 0)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_driver_version: empty buffer");
         const std::string v = discover_now().driver.version;
@@ -205,7 +196,7 @@ rbln_status rbln_driver_version(char* buf, size_t len) {
 }
 
 rbln_status rbln_set_root(const char* root) {
-    return guarded([&] {
+    return guard([&] {
         rbln::ProcessOptions options;
         options.runtime.root = (root == nullptr || *root == '\0') ? "/" : root;
         rbln::reset_process_for_tests(std::move(options));
@@ -214,7 +205,7 @@ rbln_status rbln_set_root(const char* root) {
 }
 
 rbln_status rbln_logical_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_logical_device_count: count is NULL");
         *count = static_cast<int>(rbln::Runtime::process().device_count());
@@ -231,7 +222,7 @@ int rbln_is_available(void) {
 }
 
 rbln_status rbln_physical_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_physical_device_count: count is NULL");
         *count = static_cast<int>(rbln::Runtime::process().physical_device_count());
@@ -240,7 +231,7 @@ rbln_status rbln_physical_device_count(int* count) {
 }
 
 rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity, size_t* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr || (npus == nullptr && capacity != 0))
             return fail(RBLN_ERR_INVALID_ARGUMENT,
                         "rbln_logical_device_npus: count is NULL or npus is NULL with a capacity");
@@ -256,14 +247,14 @@ rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity,
 }
 
 rbln_status rbln_commit(void) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Runtime::process().commit();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_get_device(int* index) {
-    return guarded([&] {
+    return guard([&] {
         if (index == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_get_device: index is NULL");
         *index = static_cast<int>(rbln::Runtime::process().current_device());
@@ -272,7 +263,7 @@ rbln_status rbln_get_device(int* index) {
 }
 
 rbln_status rbln_set_device(int index) {
-    return guarded([&] {
+    return guard([&] {
         if (index < 0)
             return fail(RBLN_ERR_NO_DEVICE,
                         "rbln_set_device: no logical device " + std::to_string(index));
@@ -282,7 +273,7 @@ rbln_status rbln_set_device(int index) {
 }
 
 rbln_status rbln_parse_device(const char* text, int* index) {
-    return guarded([&] {
+    return guard([&] {
         if (text == nullptr || index == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_parse_device: text or index is NULL");
         const auto parsed = rbln::parse_device_string(text);
@@ -292,14 +283,14 @@ rbln_status rbln_parse_device(const char* text, int* index) {
 }
 
 rbln_status rbln_check_fork(void) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Runtime::process().check_fork();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_stream_create(int device, rbln_stream** stream) {
-    return guarded([&] {
+    return guard([&] {
         if (stream == nullptr)
             return not_null(stream, "rbln_stream_create: stream");
         auto dev = device_at(device);
@@ -308,14 +299,14 @@ rbln_status rbln_stream_create(int device, rbln_stream** stream) {
 }
 
 rbln_status rbln_stream_destroy(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_stream> owned(stream);
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_stream_query(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Stream s =
             stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
         return s.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
@@ -323,7 +314,7 @@ rbln_status rbln_stream_query(rbln_stream* stream) {
 }
 
 rbln_status rbln_stream_synchronize(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Stream s =
             stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
         s.synchronize();
@@ -332,7 +323,7 @@ rbln_status rbln_stream_synchronize(rbln_stream* stream) {
 }
 
 rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_stream_wait_event: event");
         rbln::Stream s =
@@ -343,7 +334,7 @@ rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event) {
 }
 
 rbln_status rbln_event_create(rbln_event** event, uint32_t flags) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_create: event");
         if ((flags & ~RBLN_EVENT_DISABLE_TIMING) != 0)
@@ -354,14 +345,14 @@ rbln_status rbln_event_create(rbln_event** event, uint32_t flags) {
 }
 
 rbln_status rbln_event_destroy(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_event> owned(event);
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_record: event");
         rbln::Stream s =
@@ -372,7 +363,7 @@ rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream) {
 }
 
 rbln_status rbln_event_query(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_query: event");
         return event->event.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
@@ -380,7 +371,7 @@ rbln_status rbln_event_query(rbln_event* event) {
 }
 
 rbln_status rbln_event_synchronize(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_synchronize: event");
         event->event.synchronize();
@@ -389,7 +380,7 @@ rbln_status rbln_event_synchronize(rbln_event* event) {
 }
 
 rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* end) {
-    return guarded([&] {
+    return guard([&] {
         if (ms == nullptr || start == nullptr || end == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT,
                         "rbln_event_elapsed_time: ms, start or end is NULL");
@@ -399,14 +390,14 @@ rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* en
 }
 
 rbln_status rbln_device_synchronize(int device) {
-    return guarded([&] {
+    return guard([&] {
         device_at(device)->synchronize();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_device_submit_path(int device, int* io_uring) {
-    return guarded([&] {
+    return guard([&] {
         if (io_uring == nullptr)
             return not_null(io_uring, "rbln_device_submit_path: io_uring");
         *io_uring = device_at(device)->submitter().path() == rbln::Submitter::Path::IoUring;
@@ -415,7 +406,7 @@ rbln_status rbln_device_submit_path(int device, int* io_uring) {
 }
 
 rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr)
             return not_null(buffer, "rbln_malloc: buffer");
         auto dev = device_at(device);
@@ -425,7 +416,7 @@ rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer) {
 }
 
 rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void** host) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr || host == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_malloc_host: buffer or host is NULL");
         auto dev = device_at(device);
@@ -436,7 +427,7 @@ rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void
 }
 
 rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer** buffer) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr || data == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_host_register: data or buffer is NULL");
         auto dev = device_at(device);
@@ -446,7 +437,7 @@ rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer*
 }
 
 rbln_status rbln_buffer_free(rbln_buffer* buffer) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_buffer> owned(buffer);
         return RBLN_OK;
     });
@@ -454,7 +445,7 @@ rbln_status rbln_buffer_free(rbln_buffer* buffer) {
 
 rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* src, size_t size,
                              rbln_stream* stream, int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (dst == nullptr)
             return not_null(dst, "rbln_memcpy_htod: dst");
         rbln::Stream s = stream_for(stream, *dst->device);
@@ -466,7 +457,7 @@ rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* sr
 
 rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, size_t size,
                              rbln_stream* stream, int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (src == nullptr)
             return not_null(src, "rbln_memcpy_dtoh: src");
         rbln::Stream s = stream_for(stream, *src->device);
@@ -479,7 +470,7 @@ rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, siz
 rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* src,
                              size_t src_offset, size_t size, rbln_stream* stream,
                              int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (dst == nullptr || src == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_memcpy_dtod: dst or src is NULL");
         rbln::Stream s = stream_for(stream, *dst->device);
@@ -491,7 +482,7 @@ rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* s
 
 rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t size,
                         rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr)
             return not_null(buffer, "rbln_memset: buffer");
         if (buffer->memory->is_host()) {
@@ -507,7 +498,7 @@ rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t si
 }
 
 rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats) {
-    return guarded([&] {
+    return guard([&] {
         if (stats == nullptr)
             return not_null(stats, "rbln_device_copy_stats: stats");
         const std::uint32_t caller = stats->struct_size;

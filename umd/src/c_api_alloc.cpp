@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "c_guard.hpp"
 #include "process_context.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
@@ -27,31 +28,8 @@ DeviceAllocator& process_allocator(unsigned index) {
 
 namespace {
 
-thread_local std::string g_alloc_error;
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_alloc_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_alloc_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_alloc_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_alloc_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_alloc_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_alloc_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
 unsigned device_index(int device) {
     if (device < 0)
@@ -73,10 +51,6 @@ rbln_status bytes_query(int device, uint64_t* bytes,
 } // namespace
 
 extern "C" {
-
-const char* rbln_alloc_last_error_message(void) {
-    return g_alloc_error.c_str();
-}
 
 rbln_status rbln_caching_alloc(int device, uint64_t size, uint64_t stream, int place,
                                uint64_t* device_va) {

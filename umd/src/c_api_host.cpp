@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 
+#include "c_guard.hpp"
 #include "process_context.hpp"
 #include "rbln/device.hpp"
 #include "rbln/host_allocator.hpp"
@@ -22,7 +23,8 @@ struct rbln_huge_host {
 
 namespace {
 
-thread_local std::string g_host_error;
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
 // The blocks handed out through rbln_host_alloc() live in their device's
 // context (process_context.hpp); rbln_host_free() finds the one that has it.
@@ -36,37 +38,9 @@ rbln::HostBlock take_block(const void* ptr) {
     return {};
 }
 
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_host_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_host_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_host_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_host_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_host_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_host_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
-
 } // namespace
 
 extern "C" {
-
-const char* rbln_host_last_error_message(void) {
-    return g_host_error.c_str();
-}
 
 rbln_status rbln_host_alloc(int device, size_t size, void** ptr) {
     if (ptr == nullptr)

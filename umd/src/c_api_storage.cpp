@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "c_guard.hpp"
 #include "rbln/device.hpp"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
@@ -19,39 +20,12 @@ struct rbln_storage {
 
 namespace {
 
-thread_local std::string g_storage_error;
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_storage_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_storage_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_storage_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_storage_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_storage_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_storage_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
 } // namespace
 
 extern "C" {
-
-const char* rbln_storage_last_error_message(void) {
-    return g_storage_error.c_str();
-}
 
 rbln_status rbln_storage_create(int device, uint64_t nbytes, uint32_t element_type,
                                 rbln_storage** storage) {

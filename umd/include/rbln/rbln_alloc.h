@@ -8,8 +8,8 @@
  * chiplets, made at first use (it opens the device like rbln_commit() and
  * reads RBLN_ALLOC_CONF then).  Conventions are rbln.h's: every entry point
  * returns an rbln_status; on failure the message is available from
- * rbln_alloc_last_error_message() (thread-local, this header's entry points
- * only).  No C++ exception crosses this interface.
+ * rbln_last_error_message(), the one thread-local error channel of every C
+ * header.  No C++ exception crosses this interface.
  */
 #ifndef RBLN_RBLN_ALLOC_H
 #define RBLN_RBLN_ALLOC_H
@@ -26,9 +26,6 @@ extern "C" {
 /* rbln_caching_alloc(place): the allocator's default chiplet (place 0, the first
  * chiplet of the first NPU, unless changed). */
 #define RBLN_PLACE_DEFAULT (-1)
-
-/* Message of the last failure of an rbln_alloc.h call on this thread. */
-const char* rbln_alloc_last_error_message(void);
 
 /* A block of at least @size bytes on logical device @device, place @place
  * (index of the chiplet in the device: NPU-major, chiplet-minor; or

@@ -13,9 +13,9 @@
  * never dereference it.
  *
  * Conventions are rbln.h's: every entry point returns an rbln_status; on
- * failure the message is available from rbln_storage_last_error_message()
- * (thread-local, this header's entry points only).  Structs carry their
- * size first.  No C++ exception crosses this interface.
+ * failure the message is available from rbln_last_error_message(), the one
+ * thread-local error channel of every C header.  Structs carry their size
+ * first.  No C++ exception crosses this interface.
  */
 #ifndef RBLN_RBLN_STORAGE_H
 #define RBLN_RBLN_STORAGE_H
@@ -46,9 +46,6 @@ typedef struct rbln_storage rbln_storage; /* opaque */
 #define RBLN_STORAGE_READ 0u       /* reads it */
 #define RBLN_STORAGE_WRITE 1u      /* overwrites all of it without reading */
 #define RBLN_STORAGE_READ_WRITE 2u /* reads it, or writes part of it */
-
-/* Message of the last failure of an rbln_storage.h call on this thread. */
-const char* rbln_storage_last_error_message(void);
 
 /* A storage of @nbytes (a whole number of @element_type elements) on
  * logical device @device.  Lazy unless RBLN_EAGER_MALLOC=1; then

@@ -24,6 +24,10 @@ DeviceAllocator& process_allocator(unsigned index) {
     return detail::ProcessContexts::get().allocator(index);
 }
 
+const DeviceAllocator& process_allocator_stats(unsigned index) {
+    return detail::ProcessContexts::get().context(index)->allocator_for_query();
+}
+
 } // namespace rbln
 
 namespace {
@@ -38,12 +42,17 @@ unsigned device_index(int device) {
     return static_cast<unsigned>(device);
 }
 
+// The allocator of @device if it was used, else nullptr (nothing opened).
+rbln::DeviceAllocator* live(int device) {
+    return rbln::detail::ProcessContexts::get().context(device_index(device))->live_allocator();
+}
+
 rbln_status bytes_query(int device, uint64_t* bytes,
                         std::uint64_t (rbln::DeviceAllocator::*query)() const) {
     if (bytes == nullptr)
         return invalid("bytes is NULL");
     return guard([&] {
-        *bytes = (rbln::process_allocator(device_index(device)).*query)();
+        *bytes = (rbln::process_allocator_stats(device_index(device)).*query)();
         return RBLN_OK;
     });
 }
@@ -131,7 +140,9 @@ rbln_status rbln_alloc_block_get_info(int device, uint64_t device_va,
 
 rbln_status rbln_empty_cache(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).empty_cache();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->empty_cache();
         return RBLN_OK;
     });
 }
@@ -140,7 +151,7 @@ rbln_status rbln_memory_stat(int device, const char* key, int64_t* value) {
     if (key == nullptr || value == nullptr)
         return invalid("key or value is NULL");
     return guard([&] {
-        const rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        const rbln::DeviceAllocator& a = rbln::process_allocator_stats(device_index(device));
         const std::string_view k(key);
         const rbln::MemoryStats s =
             k.starts_with("npu.") ? a.memory_stats_per_chiplet() : a.memory_stats();
@@ -157,7 +168,7 @@ rbln_status rbln_memory_stats(int device, int per_chiplet, struct rbln_memory_st
     if (count == nullptr || (capacity > 0 && entries == nullptr))
         return invalid("count is NULL, or entries is NULL with a capacity");
     return guard([&] {
-        const rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        const rbln::DeviceAllocator& a = rbln::process_allocator_stats(device_index(device));
         const rbln::MemoryStats s = per_chiplet ? a.memory_stats_per_chiplet() : a.memory_stats();
         std::size_t i = 0;
         for (const auto& [k, v] : s) {
@@ -189,14 +200,18 @@ rbln_status rbln_max_memory_reserved(int device, uint64_t* bytes) {
 
 rbln_status rbln_reset_peak_memory_stats(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).reset_peak_memory_stats();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->reset_peak_memory_stats();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_reset_accumulated_memory_stats(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).reset_accumulated_memory_stats();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->reset_accumulated_memory_stats();
         return RBLN_OK;
     });
 }
@@ -209,7 +224,7 @@ rbln_status rbln_memory_summary(int device, const char* title_word, char* buf, s
         rbln::SummaryOptions o;
         if (title_word != nullptr)
             o.title_word = title_word;
-        const std::string s = rbln::process_allocator(device_index(device)).memory_summary(o);
+        const std::string s = rbln::process_allocator_stats(device_index(device)).memory_summary(o);
         if (needed != nullptr)
             *needed = s.size();
         if (s.size() + 1 > len)

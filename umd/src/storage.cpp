@@ -95,21 +95,23 @@ StorageTransfers storage_transfer_totals() noexcept {
 
 // ---- Storage ------------------------------------------------------------
 
-std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceAllocator& allocator,
-                                         std::uint64_t nbytes, ElementType type,
-                                         StorageOptions options) {
-    if (!device)
-        throw Error(Errc::InvalidArgument, "storage", "", 0, "no device");
+namespace {
+
+// Errc::InvalidArgument unless @nbytes is whole elements of a known @type.
+void check_elements(const std::string& where, std::uint64_t nbytes, ElementType type) {
     const std::uint32_t esize = element_size(type);
     if (esize == 0)
-        throw Error(Errc::InvalidArgument, "storage", device->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, "storage", where, 0,
                     "unknown element type " + std::to_string(static_cast<unsigned>(type)));
     if (nbytes % esize != 0)
-        throw Error(Errc::InvalidArgument, "storage", device->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, "storage", where, 0,
                     std::to_string(nbytes) + " bytes is not a whole number of " +
                         std::to_string(esize) + "-byte elements");
-    const CommitMode mode = options.commit.value_or(process_commit_mode());
-    auto s = std::make_shared<Storage>(Key{}, std::move(device), allocator, nbytes, type, options);
+}
+
+} // namespace
+
+std::shared_ptr<Storage> Storage::finish(std::shared_ptr<Storage> s, CommitMode mode) {
     if (s->host_.eligible())
         detail::offload_register(s->host_.scope(), std::shared_ptr<OffloadMember>(
                                                        s, static_cast<OffloadMember*>(s.get())));
@@ -118,17 +120,70 @@ std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceA
     return s;
 }
 
+std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceAllocator& allocator,
+                                         std::uint64_t nbytes, ElementType type,
+                                         StorageOptions options) {
+    if (!device)
+        throw Error(Errc::InvalidArgument, "storage", "", 0, "no device");
+    check_elements(device->kernel().path(), nbytes, type);
+    const CommitMode mode = options.commit.value_or(process_commit_mode());
+    return finish(
+        std::make_shared<Storage>(Key{}, std::move(device), allocator, nbytes, type, options),
+        mode);
+}
+
 std::shared_ptr<Storage> Storage::create(unsigned index, std::uint64_t nbytes, ElementType type,
                                          StorageOptions options) {
-    std::shared_ptr<Device> device = Device::get(index);
-    return create(std::move(device), process_allocator(index), nbytes, type, options);
+    check_elements(device_string(index), nbytes, type);
+    // Plans only: the context opens its device at the storage's first use.
+    auto context = detail::ProcessContexts::get().context(index);
+    const CommitMode mode = options.commit.value_or(process_commit_mode());
+    return finish(std::make_shared<Storage>(Key{}, std::move(context), nbytes, type, options),
+                  mode);
 }
 
 Storage::Storage(Key /*key*/, std::shared_ptr<Device> device, DeviceAllocator& allocator,
                  std::uint64_t nbytes, ElementType type, StorageOptions options)
-    : device_(std::move(device)), allocator_(allocator), id_(g_next_id.fetch_add(1)),
+    : device_(std::move(device)), allocator_(&allocator), id_(g_next_id.fetch_add(1)),
       nbytes_(nbytes), type_(type), place_(options.place),
-      host_(detail::current_offload_scope(), id_, nbytes) {}
+      host_(detail::current_offload_scope(), id_, nbytes) {
+    index_ = device_->index();
+    bound_.store(true, std::memory_order_release);
+}
+
+Storage::Storage(Key /*key*/, std::shared_ptr<detail::DeviceContext> context, std::uint64_t nbytes,
+                 ElementType type, StorageOptions options)
+    : context_(std::move(context)), id_(g_next_id.fetch_add(1)), nbytes_(nbytes), type_(type),
+      place_(options.place), host_(detail::current_offload_scope(), id_, nbytes) {
+    index_ = context_->index();
+}
+
+void Storage::bind() const {
+    std::call_once(bind_once_, [this] {
+        std::shared_ptr<Device> device = context_->device();
+        allocator_ = &context_->allocator();
+        device_ = std::move(device);
+        bound_.store(true, std::memory_order_release);
+    });
+}
+
+const std::shared_ptr<Device>& Storage::device() const {
+    if (!bound_.load(std::memory_order_acquire))
+        bind();
+    return device_;
+}
+
+DeviceAllocator& Storage::allocator() const {
+    if (!bound_.load(std::memory_order_acquire))
+        bind();
+    return *allocator_;
+}
+
+std::string Storage::where() const {
+    if (bound_.load(std::memory_order_acquire))
+        return device_->kernel().path();
+    return device_string(index_);
+}
 
 Storage::~Storage() = default;
 
@@ -160,9 +215,10 @@ StorageTransfers Storage::transfers() const {
 void Storage::commit_locked(StreamId stream) {
     if (resident_.load(std::memory_order_relaxed))
         return;
-    DeviceBlock block = allocator_.allocate(nbytes_, stream, place_);
-    const unsigned chiplet = block ? allocator_.chiplet_of(block.place()) : 0;
-    memory_ = std::make_shared<detail::BlockMemory>(device_->kernel_ptr(), std::move(block),
+    DeviceAllocator& allocator = this->allocator();
+    DeviceBlock block = allocator.allocate(nbytes_, stream, place_);
+    const unsigned chiplet = block ? allocator.chiplet_of(block.place()) : 0;
+    memory_ = std::make_shared<detail::BlockMemory>(device()->kernel_ptr(), std::move(block),
                                                     nbytes_, chiplet);
     transfers_.commits++;
     detail::explain_commit(id_, nbytes_);
@@ -173,7 +229,7 @@ void Storage::commit_locked(StreamId stream) {
 void Storage::commit() {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!resident_.load(std::memory_order_relaxed))
-        commit_locked(stream_id(device_->default_stream()));
+        commit_locked(stream_id(device()->default_stream()));
 }
 
 std::uint64_t Storage::data_ptr() {
@@ -196,7 +252,7 @@ void Storage::upload_locked(Stream& stream) {
 void Storage::download_locked() {
     std::byte* host = host_.get(false); // overwritten: nothing to read back
     host_.modified();
-    Stream stream = writer_ ? *writer_ : device_->default_stream();
+    Stream stream = writer_ ? *writer_ : device()->default_stream();
     if (nbytes_ != 0)
         copy(stream, CopyEndpoint::of_host(static_cast<void*>(host), nbytes_),
              CopyEndpoint::of(memory_, 0, nbytes_));
@@ -239,7 +295,7 @@ const std::shared_ptr<Memory>& Storage::device_use_slow(Stream& stream, DeviceAc
 
 void Storage::check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const {
     if (offset > nbytes_ || size > nbytes_ - offset)
-        throw Error(Errc::InvalidArgument, operation, device_->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, operation, where(), 0,
                     "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + size) +
                         ") are outside the storage of " + std::to_string(nbytes_) + " bytes");
 }
@@ -277,7 +333,7 @@ void Storage::record_stream(const Stream& stream) {
     commit();
     const auto& block = static_cast<const detail::BlockMemory&>(*memory_).block();
     if (block)
-        allocator_.record_stream(block, stream_fence_source(stream));
+        allocator().record_stream(block, stream_fence_source(stream));
 }
 
 DeviceLayout Storage::device_layout() const {

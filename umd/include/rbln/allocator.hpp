@@ -456,6 +456,17 @@ private:
 /// not close the parent's buffers).  Thread-safe.
 DeviceAllocator& process_allocator(unsigned index);
 
+/// What the statistics of logical device @index read (memory_stats(),
+/// memory_allocated(), memory_summary(), ... of the result): queries plan,
+/// they do not commit.  Once the device was used, its process_allocator();
+/// before, an empty allocator planned from sysfs (the chiplets the live one
+/// will have, zero everywhere).  Reading it opens no NPU and leaves the
+/// device mapping unfixed, so a process that only read statistics may
+/// still fork() workers that use the device, and later changes to the
+/// mapping variables count.  Errc::NoDevice if @index is not a device of
+/// the plan.  Thread-safe.
+const DeviceAllocator& process_allocator_stats(unsigned index);
+
 /// "20.00 MiB", "512 bytes", ... (PyTorch's format_size).
 std::string format_bytes(std::uint64_t bytes);
 

@@ -5,8 +5,15 @@
  * names, the memory summary and empty_cache.
  *
  * Each logical device has one process-wide allocator over the HBM of its
- * chiplets, made at first use (it opens the device like rbln_commit() and
- * reads RBLN_ALLOC_CONF then).  Conventions are rbln.h's: every entry point
+ * chiplets, made at its first real use (rbln_caching_alloc(): it commits
+ * the device mapping like rbln_commit(), opens the device and reads
+ * RBLN_ALLOC_CONF then).  Queries plan, they do not commit: the statistics
+ * (rbln_memory_stat(s), rbln_memory_allocated() and the other byte
+ * counts, rbln_memory_summary()) of a device never used read an empty
+ * allocator planned from sysfs, and rbln_empty_cache() and the
+ * rbln_reset_*_memory_stats() of such a device do nothing; none of them
+ * opens an NPU or fixes the mapping, so a process that only read them may
+ * fork() workers that use the device.  Conventions are rbln.h's: every entry point
  * returns an rbln_status; on failure the message is available from
  * rbln_last_error_message(), the one thread-local error channel of every C
  * header.  No C++ exception crosses this interface.

@@ -49,7 +49,10 @@ typedef struct rbln_storage rbln_storage; /* opaque */
 
 /* A storage of @nbytes (a whole number of @element_type elements) on
  * logical device @device.  Lazy unless RBLN_EAGER_MALLOC=1; then
- * RBLN_ERR_OUT_OF_MEMORY can come from here. */
+ * RBLN_ERR_OUT_OF_MEMORY can come from here.  A lazy storage plans only:
+ * it opens no NPU and fixes no device mapping (RBLN_ERR_NO_DEVICE if
+ * @device is not in the plan); host reads and writes keep it so, and its
+ * first device use commits. */
 rbln_status rbln_storage_create(int device, uint64_t nbytes, uint32_t element_type,
                                 rbln_storage** storage);
 /* Drops the storage; device work using its memory keeps it until done.

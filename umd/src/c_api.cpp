@@ -11,6 +11,7 @@
 #include <string>
 
 #include "c_guard.hpp"
+#include "c_handles.hpp"
 #include "process_context.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -60,18 +61,6 @@ std::uint32_t family_code(rbln::Family family) {
 }
 
 } // namespace
-
-// The opaque handles of rbln.h.
-struct rbln_stream {
-    rbln::Stream stream;
-};
-struct rbln_event {
-    rbln::Event event;
-};
-struct rbln_buffer {
-    std::shared_ptr<rbln::Device> device;
-    std::shared_ptr<rbln::Memory> memory;
-};
 
 namespace {
 

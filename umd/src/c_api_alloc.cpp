@@ -12,23 +12,13 @@
 #include <unordered_map>
 
 #include "c_guard.hpp"
+#include "c_handles.hpp"
 #include "process_context.hpp"
 #include "rbln/allocator.hpp"
+#include "rbln/allocator_stream.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/rbln_alloc.h"
-
-namespace rbln {
-
-DeviceAllocator& process_allocator(unsigned index) {
-    return detail::ProcessContexts::get().allocator(index);
-}
-
-const DeviceAllocator& process_allocator_stats(unsigned index) {
-    return detail::ProcessContexts::get().context(index)->allocator_for_query();
-}
-
-} // namespace rbln
 
 namespace {
 
@@ -134,6 +124,68 @@ rbln_status rbln_alloc_block_get_info(int device, uint64_t device_va,
         const std::size_t n = std::min<std::size_t>(info->struct_size, sizeof(out));
         out.struct_size = static_cast<uint32_t>(n);
         std::memcpy(info, &out, n);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_alloc_stream_id(const rbln_stream* stream, uint64_t* id) {
+    if (stream == nullptr || id == nullptr)
+        return invalid(stream == nullptr ? "stream is NULL" : "id is NULL");
+    *id = rbln::stream_id(stream->stream);
+    rbln::capi::last_error().clear();
+    return RBLN_OK;
+}
+
+rbln_status rbln_caching_record_stream(int device, uint64_t device_va, rbln_stream* stream) {
+    if (stream == nullptr)
+        return invalid("stream is NULL");
+    return guard([&] {
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
+        rbln::DeviceAllocator& a = ctx->allocator();
+        const auto fence = rbln::stream_fence_source(stream->stream);
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        const auto it = ctx->c_blocks.find(device_va);
+        if (it == ctx->c_blocks.end())
+            return invalid("rbln_caching_record_stream: no live block of rbln:" +
+                           std::to_string(device) + " starts at that device VA");
+        a.record_stream(it->second, fence);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_set_default_place(int device, int place) {
+    if (place < 0)
+        return invalid("place " + std::to_string(place) + " is not a place");
+    return guard([&] {
+        rbln::process_allocator(device_index(device))
+            .set_default_place(static_cast<unsigned>(place));
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_get_default_place(int device, int* place) {
+    if (place == nullptr)
+        return invalid("place is NULL");
+    return guard([&] {
+        *place =
+            static_cast<int>(rbln::process_allocator_stats(device_index(device)).default_place());
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_set_memory_fraction(int device, double fraction, int place) {
+    if (place < RBLN_PLACE_ALL)
+        return invalid("place " + std::to_string(place) + " is not a place");
+    if (place == RBLN_PLACE_DEFAULT)
+        return invalid("place RBLN_PLACE_DEFAULT: name a chiplet, or RBLN_PLACE_ALL");
+    return guard([&] {
+        rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        if (place != RBLN_PLACE_ALL) {
+            a.set_memory_fraction(fraction, static_cast<unsigned>(place));
+            return RBLN_OK;
+        }
+        for (unsigned p = 0; p < a.place_count(); p++)
+            a.set_memory_fraction(fraction, p);
         return RBLN_OK;
     });
 }

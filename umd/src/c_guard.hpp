@@ -3,7 +3,7 @@
 // librbln: every c_api*.cpp).
 //
 // Every C entry point of every header (rbln.h, rbln_alloc.h, rbln_host.h,
-// rbln_storage.h, rbln_offload.h, rbln_explain.h) returns an
+// rbln_storage.h, rbln_ops.h, rbln_offload.h, rbln_explain.h) returns an
 // rbln_status and leaves the message of a failure in one thread-local
 // string, read by rbln_last_error_message().  guard() runs the body,
 // clears the message first and turns every exception into a status and a

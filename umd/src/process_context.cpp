@@ -60,10 +60,12 @@ DeviceContext::~DeviceContext() {
     c_host_blocks.clear();
     c_blocks.clear();
     host_.reset();
+    // The device before its allocator: its streams wait for their jobs,
+    // whose buffers free into the allocator.
+    device_.reset();
     live_.store(nullptr);
     allocator_.reset();
     planned_.reset();
-    device_.reset();
 }
 
 std::shared_ptr<Device> DeviceContext::device() {
@@ -259,6 +261,14 @@ void ProcessContexts::reset(ProcessOptions options) {
 } // namespace rbln::detail
 
 namespace rbln {
+
+DeviceAllocator& process_allocator(unsigned index) {
+    return detail::ProcessContexts::get().allocator(index);
+}
+
+const DeviceAllocator& process_allocator_stats(unsigned index) {
+    return detail::ProcessContexts::get().context(index)->allocator_for_query();
+}
 
 void reset_process_for_tests(ProcessOptions options) {
     detail::ProcessContexts::get().reset(std::move(options));

@@ -49,8 +49,8 @@ public:
     DeviceContext& operator=(const DeviceContext&) = delete;
     DeviceContext(DeviceContext&&) = delete;
     DeviceContext& operator=(DeviceContext&&) = delete;
-    /// The C tables' blocks first, then the host allocator, the caching
-    /// allocator (kept by blocks still alive) and the device.
+    /// The C tables' blocks first, then the host allocator, the device
+    /// (its streams wait for their jobs) and the caching allocator.
     ~DeviceContext();
 
     unsigned index() const noexcept { return index_; }

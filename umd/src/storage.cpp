@@ -218,8 +218,9 @@ void Storage::commit_locked(StreamId stream) {
     DeviceAllocator& allocator = this->allocator();
     DeviceBlock block = allocator.allocate(nbytes_, stream, place_);
     const unsigned chiplet = block ? allocator.chiplet_of(block.place()) : 0;
+    // A job using the memory keeps the context (and so the allocator) too.
     memory_ = std::make_shared<detail::BlockMemory>(device()->kernel_ptr(), std::move(block),
-                                                    nbytes_, chiplet);
+                                                    nbytes_, chiplet, context_);
     transfers_.commits++;
     detail::explain_commit(id_, nbytes_);
     g_totals.commits.fetch_add(1, std::memory_order_relaxed);

@@ -3,10 +3,10 @@
  * rbln/rbln.h - C ABI of librbln.
  *
  * Every entry point of every C header (rbln.h, rbln_alloc.h, rbln_host.h,
- * rbln_storage.h, rbln_offload.h, rbln_explain.h) returns an rbln_status;
- * on failure a thread-local message (what failed, why, what to do) is
- * available from rbln_last_error_message(), the one error channel of them
- * all.  No C++ exception crosses this interface.
+ * rbln_storage.h, rbln_ops.h, rbln_offload.h, rbln_explain.h) returns an
+ * rbln_status; on failure a thread-local message (what failed, why, what
+ * to do) is available from rbln_last_error_message(), the one error
+ * channel of them all.  No C++ exception crosses this interface.
  * Structs carry their size in their first field: the caller sets it to
  * sizeof() of the struct it was compiled with, the library writes no more
  * than that, so old callers keep working when a struct grows.

@@ -112,8 +112,7 @@ TEST_F(CHost, BadArgumentsAreInvalidWithAMessage) {
 TEST_F(CHost, HugeBuffersReportTheirBackingAndSize) {
     rbln_huge_host* h = nullptr;
     void* data = nullptr;
-    ASSERT_EQ(rbln_huge_host_empty(0, 3u << 20, &h, &data), RBLN_OK)
-        << rbln_last_error_message();
+    ASSERT_EQ(rbln_huge_host_empty(0, 3u << 20, &h, &data), RBLN_OK) << rbln_last_error_message();
     rbln_huge_host_info info{};
     info.struct_size = sizeof(info);
     ASSERT_EQ(rbln_huge_host_get_info(h, &info), RBLN_OK);

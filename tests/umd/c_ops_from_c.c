@@ -63,8 +63,9 @@ static int run(int device, int check_values, rbln_stream* s, rbln_stream* s2, rb
     STEP(23, rbln_storage_copy(st[3], 0, st[2], 0, kBytes, s, 0));
     STEP(24, rbln_storage_read(st[3], 0, copied, sizeof(copied)));
     STEP(25, rbln_storage_copy_to_host(back, st[2], 0, kBytes, NULL, 0));
-    if (memcmp(copied, back, sizeof(back)) != 0 || memcmp(back, pinned_out, sizeof(back)) != 0)
-        return 26;
+    for (i = 0; i < kCount; i++)
+        if (copied[i] != back[i] || back[i] != pinned_out[i])
+            return 26;
 
     /* Placement. */
     STEP(30, rbln_get_default_place(device, &place));

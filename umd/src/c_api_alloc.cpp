@@ -279,7 +279,7 @@ rbln_status rbln_memory_summary(int device, const char* title_word, char* buf, s
         const std::string s = rbln::process_allocator_stats(device_index(device)).memory_summary(o);
         if (needed != nullptr)
             *needed = s.size();
-        if (s.size() + 1 > len)
+        if (buf == nullptr || s.size() + 1 > len) // (buf is NULL only with len 0)
             return invalid("rbln_memory_summary: the buffer holds " + std::to_string(len) +
                            " bytes, the summary needs " + std::to_string(s.size() + 1));
         std::memcpy(buf, s.c_str(), s.size() + 1);

@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <spawn.h>
 #include <string>
 #include <string_view>
@@ -30,11 +31,15 @@
 #include <unistd.h>
 #include <vector>
 
+#include "rbln/allocator.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/rbln.h"
+#include "rbln/rbln_alloc.h"
+#include "rbln/rbln_storage.h"
+#include "rbln/storage.hpp"
 #include "rbln/stream.hpp"
 
 extern char** environ; // NOLINT(readability-redundant-declaration): posix_spawn wants it
@@ -431,6 +436,17 @@ TEST(VmFork, ChildForkedBeforeUseUsesADeviceOnItsOwn) {
     EXPECT_CHILD_PASSES("VmDevicesChild.DISABLED_ForkBeforeUse", vars);
 }
 
+// Queries plan, they do not commit: a process that only read memory
+// statistics and made a lazy storage has claimed no device, so its fork()
+// child uses one (and, on four ATOM NPUs, groups them on its own).
+TEST(VmFork, ChildForkedAfterOnlyStatisticsUsesADeviceOnItsOwn) {
+    REQUIRE_CARD();
+    std::map<std::string, std::string> vars;
+    if (have_four_atom_npus())
+        vars[kExpectVar] = "group";
+    EXPECT_CHILD_PASSES("VmDevicesChild.DISABLED_ForkAfterStatistics", vars);
+}
+
 std::string expect_bad_fork(const std::function<void()>& use, const char* what) {
     try {
         use();
@@ -515,6 +531,65 @@ TEST(VmDevicesChild, DISABLED_ForkBeforeUse) {
     auto dev = Device::get(0);
     auto m = dev->allocate(1u << 20);
     EXPECT_EQ(round_trip(dev, m, 6), "");
+}
+
+TEST(VmDevicesChild, DISABLED_ForkAfterStatistics) {
+    REQUIRE_SPAWNED();
+    const bool group = std::getenv(kExpectVar) != nullptr;
+    Runtime& rt = Runtime::process();
+    const unsigned planned = rt.device_count();
+    ASSERT_GT(planned, 0u);
+    std::uint64_t bytes = 1;
+    ASSERT_EQ(rbln_memory_allocated(0, &bytes), RBLN_OK) << rbln_last_error_message();
+    EXPECT_EQ(bytes, 0u);
+    std::size_t count = 0;
+    ASSERT_EQ(rbln_memory_stats(0, 1, nullptr, 0, &count), RBLN_OK);
+    EXPECT_GT(count, 0u);
+    EXPECT_EQ(process_allocator_stats(0).memory_stats().at("reserved_bytes.all.current"), 0);
+    auto lazy = Storage::create(0, 1u << 20);
+    rbln_storage* c_lazy = nullptr;
+    ASSERT_EQ(rbln_storage_create(0, 4096, RBLN_STORAGE_U8, &c_lazy), RBLN_OK);
+    const auto in = pattern(lazy->nbytes(), 9);
+    lazy->write(0, std::as_bytes(std::span(in)));
+    ASSERT_FALSE(rt.committed()) << "statistics and a lazy storage claimed the mapping";
+
+    const std::string verdict = in_fork([&]() -> std::string {
+        if (group) {
+            ::setenv("RBLN_VISIBLE_DEVICES", "0,1,2,3", 1);
+            ::setenv("RBLN_NPUS_PER_DEVICE", "2", 1);
+        }
+        const unsigned want = group ? 2u : planned;
+        if (Runtime::process().device_count() != want)
+            return "the child plans " + std::to_string(Runtime::process().device_count()) +
+                   " devices, not " + std::to_string(want);
+        auto dev = Device::get(0);
+        auto m = dev->allocate(1u << 20);
+        std::string v = round_trip(dev, m, 11);
+        // The parent's lazy storage, committed and used by the child.
+        Stream s = dev->default_stream();
+        const std::shared_ptr<Memory> on_card = lazy->device_use(s, DeviceAccess::Read);
+        std::vector<std::uint8_t> back(lazy->nbytes());
+        copy(s, CopyEndpoint::of_host(back.data(), back.size()), CopyEndpoint::of(on_card));
+        if (back != in)
+            v += "; the lazy storage's data did not reach the card";
+        std::uint64_t allocated = 0;
+        if (rbln_memory_allocated(0, &allocated) != RBLN_OK || allocated < (2u << 20))
+            v += "; the child's allocations are not in its statistics";
+        dev->synchronize();
+        if (rbln_check_fork() != RBLN_OK)
+            v += "; rbln_check_fork refused the child's own commit";
+        if (group && Runtime::process().device(0).npus.size() != 2)
+            v += "; the child's rbln:0 is not a group of two NPUs";
+        return v;
+    });
+    EXPECT_EQ(verdict, "");
+    EXPECT_FALSE(rt.committed()) << "the child's commit is its own";
+    // The parent commits with its own variables, after the child.
+    EXPECT_EQ(rt.device_count(), planned);
+    auto dev = Device::get(0);
+    auto m = dev->allocate(1u << 20);
+    EXPECT_EQ(round_trip(dev, m, 12), "");
+    ASSERT_EQ(rbln_storage_destroy(c_lazy), RBLN_OK);
 }
 
 } // namespace

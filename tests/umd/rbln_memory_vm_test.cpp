@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +36,8 @@
 #include "rbln/offload.hpp"
 #include "rbln/ops.hpp"
 #include "rbln/storage.hpp"
+
+extern "C" int rbln_test_ops_from_c(int device, int check_values, char* message, size_t len);
 
 namespace rbln::test {
 namespace {
@@ -165,6 +168,15 @@ TEST(VmMemory, PlacingATensorAllocatesNothingAndOneDeviceAddDoes) {
     EXPECT_EQ(alloc.memory_allocated(), 3u * 128 * 128 * 2) << "three committed storages";
     EXPECT_GE(alloc.memory_reserved(), alloc.memory_allocated());
     EXPECT_EQ(alloc.max_memory_allocated(), alloc.memory_allocated());
+}
+
+// A framework written in C: a pinned block copied into a storage without
+// blocking, an fp32 add on the card, copies out and between storages,
+// record_stream, placement and the memory fraction (c_ops_from_c.c).
+TEST(VmMemory, AFrameworkWrittenInCRunsAnAddOnTheCard) {
+    REQUIRE_CARDS(1u);
+    std::array<char, 512> message{};
+    EXPECT_EQ(rbln_test_ops_from_c(0, 1, message.data(), message.size()), 0) << message.data();
 }
 
 /// Runs @body in a fork() child: 0 if it returned, 2 if it threw, -1 if

@@ -44,6 +44,7 @@
 
 #include <unistd.h>
 
+#include "fork_state.hpp"
 #include "rbln/allocator.hpp"
 
 namespace rbln {
@@ -1067,11 +1068,11 @@ KernelSegmentProvider::KernelSegmentProvider(
       free_probe_(std::move(free_probe)), pid_(::getpid()) {}
 
 std::optional<Segment> KernelSegmentProvider::allocate(std::uint64_t size) {
+    // The allocator may be a copy in a fork() child: its memory is the
+    // parent's (fork_state.hpp).  Not a ForkStamp: an allocator of a
+    // Device::open() device is refused too.
     if (::getpid() != pid_)
-        throw Error(Errc::BadFork, "allocate", kernel_->path(), 0,
-                    "this is a fork() child of the process whose caching allocator this is: "
-                    "its device memory is the parent's; use the spawn start method and "
-                    "allocate in the new process");
+        throw detail::bad_fork_error(static_cast<pid_t>(pid_));
     try {
         const BoHandle bo =
             kernel_->bo_create(BoCreateArgs{size, Region::Hbm, chiplet_, BoFlags::None});

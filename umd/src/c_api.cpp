@@ -10,48 +10,35 @@
 #include <new>
 #include <string>
 
+#include "c_guard.hpp"
+#include "c_handles.hpp"
+#include "process_context.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
+#include "testing.h"
+#include "testing.hpp"
+
+namespace rbln::capi {
+
+std::string& last_error() noexcept {
+    thread_local std::string message;
+    return message;
+}
+
+} // namespace rbln::capi
 
 namespace {
 
-thread_local std::string g_last_error;
-
-std::mutex g_root_mutex;
-std::string g_root = "/"; // guarded by g_root_mutex
-
-std::string current_root() {
-    const std::lock_guard<std::mutex> lock(g_root_mutex);
-    return g_root;
-}
-
-rbln_status fail(rbln_status status, std::string message) {
-    g_last_error = std::move(message);
-    return status;
-}
-
-template <typename F> rbln_status guarded(F&& body) {
-    try {
-        g_last_error.clear();
-        return body();
-    } catch (const rbln::Error& e) {
-        return fail(static_cast<rbln_status>(e.code()), e.what());
-    } catch (const std::bad_alloc&) {
-        return fail(RBLN_ERR_INTERNAL, "out of memory");
-    } catch (const std::exception& e) {
-        return fail(RBLN_ERR_INTERNAL, std::string("internal error: ") + e.what());
-    } catch (...) {
-        return fail(RBLN_ERR_INTERNAL, "internal error: unknown exception");
-    }
-}
+using rbln::capi::fail;
+using rbln::capi::guard;
 
 rbln::Discovery discover_now() {
     rbln::DiscoveryOptions options;
-    options.root = current_root();
+    options.root = rbln::detail::ProcessContexts::get().root();
     return rbln::discover(options);
 }
 
@@ -74,18 +61,6 @@ std::uint32_t family_code(rbln::Family family) {
 }
 
 } // namespace
-
-// The opaque handles of rbln.h.
-struct rbln_stream {
-    rbln::Stream stream;
-};
-struct rbln_event {
-    rbln::Event event;
-};
-struct rbln_buffer {
-    std::shared_ptr<rbln::Device> device;
-    std::shared_ptr<rbln::Memory> memory;
-};
 
 namespace {
 
@@ -131,11 +106,11 @@ const char* rbln_status_name(rbln_status status) {
 }
 
 const char* rbln_last_error_message(void) {
-    return g_last_error.c_str();
+    return rbln::capi::last_error().c_str();
 }
 
 rbln_status rbln_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_device_count: count is NULL");
         *count = static_cast<int>(discover_now().cards.size());
@@ -144,7 +119,7 @@ rbln_status rbln_device_count(int* count) {
 }
 
 rbln_status rbln_device_get_info(int index, struct rbln_device_info* info) {
-    return guarded([&] {
+    return guard([&] {
         if (info == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_device_get_info: info is NULL");
         const std::uint32_t caller_size = info->struct_size;
@@ -196,7 +171,7 @@ rbln_status rbln_device_get_info(int index, struct rbln_device_info* info) {
 }
 
 rbln_status rbln_driver_version(char* buf, size_t len) {
-    return guarded([&] {
+    return guard([&] {
         if (buf == nullptr || len == 0)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_driver_version: empty buffer");
         const std::string v = discover_now().driver.version;
@@ -210,19 +185,16 @@ rbln_status rbln_driver_version(char* buf, size_t len) {
 }
 
 rbln_status rbln_set_root(const char* root) {
-    return guarded([&] {
-        const std::lock_guard<std::mutex> lock(g_root_mutex);
-        g_root = (root == nullptr || *root == '\0') ? "/" : root;
-        rbln::RuntimeOptions options;
-        options.root = g_root;
-        rbln::Runtime::reset_process(std::move(options));
-        rbln::Device::reset_process_devices();
+    return guard([&] {
+        rbln::ProcessOptions options;
+        options.runtime.root = (root == nullptr || *root == '\0') ? "/" : root;
+        rbln::reset_process_for_tests(std::move(options));
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_logical_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_logical_device_count: count is NULL");
         *count = static_cast<int>(rbln::Runtime::process().device_count());
@@ -239,7 +211,7 @@ int rbln_is_available(void) {
 }
 
 rbln_status rbln_physical_device_count(int* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_physical_device_count: count is NULL");
         *count = static_cast<int>(rbln::Runtime::process().physical_device_count());
@@ -248,7 +220,7 @@ rbln_status rbln_physical_device_count(int* count) {
 }
 
 rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity, size_t* count) {
-    return guarded([&] {
+    return guard([&] {
         if (count == nullptr || (npus == nullptr && capacity != 0))
             return fail(RBLN_ERR_INVALID_ARGUMENT,
                         "rbln_logical_device_npus: count is NULL or npus is NULL with a capacity");
@@ -264,14 +236,14 @@ rbln_status rbln_logical_device_npus(int index, uint32_t* npus, size_t capacity,
 }
 
 rbln_status rbln_commit(void) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Runtime::process().commit();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_get_device(int* index) {
-    return guarded([&] {
+    return guard([&] {
         if (index == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_get_device: index is NULL");
         *index = static_cast<int>(rbln::Runtime::process().current_device());
@@ -280,7 +252,7 @@ rbln_status rbln_get_device(int* index) {
 }
 
 rbln_status rbln_set_device(int index) {
-    return guarded([&] {
+    return guard([&] {
         if (index < 0)
             return fail(RBLN_ERR_NO_DEVICE,
                         "rbln_set_device: no logical device " + std::to_string(index));
@@ -290,7 +262,7 @@ rbln_status rbln_set_device(int index) {
 }
 
 rbln_status rbln_parse_device(const char* text, int* index) {
-    return guarded([&] {
+    return guard([&] {
         if (text == nullptr || index == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_parse_device: text or index is NULL");
         const auto parsed = rbln::parse_device_string(text);
@@ -300,14 +272,14 @@ rbln_status rbln_parse_device(const char* text, int* index) {
 }
 
 rbln_status rbln_check_fork(void) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Runtime::process().check_fork();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_stream_create(int device, rbln_stream** stream) {
-    return guarded([&] {
+    return guard([&] {
         if (stream == nullptr)
             return not_null(stream, "rbln_stream_create: stream");
         auto dev = device_at(device);
@@ -316,14 +288,14 @@ rbln_status rbln_stream_create(int device, rbln_stream** stream) {
 }
 
 rbln_status rbln_stream_destroy(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_stream> owned(stream);
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_stream_query(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Stream s =
             stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
         return s.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
@@ -331,7 +303,7 @@ rbln_status rbln_stream_query(rbln_stream* stream) {
 }
 
 rbln_status rbln_stream_synchronize(rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         rbln::Stream s =
             stream != nullptr ? stream->stream : rbln::Device::current()->default_stream();
         s.synchronize();
@@ -340,7 +312,7 @@ rbln_status rbln_stream_synchronize(rbln_stream* stream) {
 }
 
 rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_stream_wait_event: event");
         rbln::Stream s =
@@ -351,7 +323,7 @@ rbln_status rbln_stream_wait_event(rbln_stream* stream, rbln_event* event) {
 }
 
 rbln_status rbln_event_create(rbln_event** event, uint32_t flags) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_create: event");
         if ((flags & ~RBLN_EVENT_DISABLE_TIMING) != 0)
@@ -362,14 +334,14 @@ rbln_status rbln_event_create(rbln_event** event, uint32_t flags) {
 }
 
 rbln_status rbln_event_destroy(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_event> owned(event);
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_record: event");
         rbln::Stream s =
@@ -380,7 +352,7 @@ rbln_status rbln_event_record(rbln_event* event, rbln_stream* stream) {
 }
 
 rbln_status rbln_event_query(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_query: event");
         return event->event.query() ? RBLN_OK : RBLN_ERR_NOT_READY;
@@ -388,7 +360,7 @@ rbln_status rbln_event_query(rbln_event* event) {
 }
 
 rbln_status rbln_event_synchronize(rbln_event* event) {
-    return guarded([&] {
+    return guard([&] {
         if (event == nullptr)
             return not_null(event, "rbln_event_synchronize: event");
         event->event.synchronize();
@@ -397,7 +369,7 @@ rbln_status rbln_event_synchronize(rbln_event* event) {
 }
 
 rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* end) {
-    return guarded([&] {
+    return guard([&] {
         if (ms == nullptr || start == nullptr || end == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT,
                         "rbln_event_elapsed_time: ms, start or end is NULL");
@@ -407,14 +379,14 @@ rbln_status rbln_event_elapsed_time(float* ms, rbln_event* start, rbln_event* en
 }
 
 rbln_status rbln_device_synchronize(int device) {
-    return guarded([&] {
+    return guard([&] {
         device_at(device)->synchronize();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_device_submit_path(int device, int* io_uring) {
-    return guarded([&] {
+    return guard([&] {
         if (io_uring == nullptr)
             return not_null(io_uring, "rbln_device_submit_path: io_uring");
         *io_uring = device_at(device)->submitter().path() == rbln::Submitter::Path::IoUring;
@@ -423,7 +395,7 @@ rbln_status rbln_device_submit_path(int device, int* io_uring) {
 }
 
 rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr)
             return not_null(buffer, "rbln_malloc: buffer");
         auto dev = device_at(device);
@@ -433,7 +405,7 @@ rbln_status rbln_malloc(int device, size_t size, rbln_buffer** buffer) {
 }
 
 rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void** host) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr || host == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_malloc_host: buffer or host is NULL");
         auto dev = device_at(device);
@@ -444,7 +416,7 @@ rbln_status rbln_malloc_host(int device, size_t size, rbln_buffer** buffer, void
 }
 
 rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer** buffer) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr || data == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_host_register: data or buffer is NULL");
         auto dev = device_at(device);
@@ -454,7 +426,7 @@ rbln_status rbln_host_register(int device, void* data, size_t size, rbln_buffer*
 }
 
 rbln_status rbln_buffer_free(rbln_buffer* buffer) {
-    return guarded([&] {
+    return guard([&] {
         const std::unique_ptr<rbln_buffer> owned(buffer);
         return RBLN_OK;
     });
@@ -462,7 +434,7 @@ rbln_status rbln_buffer_free(rbln_buffer* buffer) {
 
 rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* src, size_t size,
                              rbln_stream* stream, int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (dst == nullptr)
             return not_null(dst, "rbln_memcpy_htod: dst");
         rbln::Stream s = stream_for(stream, *dst->device);
@@ -474,7 +446,7 @@ rbln_status rbln_memcpy_htod(rbln_buffer* dst, size_t dst_offset, const void* sr
 
 rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, size_t size,
                              rbln_stream* stream, int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (src == nullptr)
             return not_null(src, "rbln_memcpy_dtoh: src");
         rbln::Stream s = stream_for(stream, *src->device);
@@ -487,7 +459,7 @@ rbln_status rbln_memcpy_dtoh(void* dst, rbln_buffer* src, size_t src_offset, siz
 rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* src,
                              size_t src_offset, size_t size, rbln_stream* stream,
                              int non_blocking) {
-    return guarded([&] {
+    return guard([&] {
         if (dst == nullptr || src == nullptr)
             return fail(RBLN_ERR_INVALID_ARGUMENT, "rbln_memcpy_dtod: dst or src is NULL");
         rbln::Stream s = stream_for(stream, *dst->device);
@@ -499,7 +471,7 @@ rbln_status rbln_memcpy_dtod(rbln_buffer* dst, size_t dst_offset, rbln_buffer* s
 
 rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t size,
                         rbln_stream* stream) {
-    return guarded([&] {
+    return guard([&] {
         if (buffer == nullptr)
             return not_null(buffer, "rbln_memset: buffer");
         if (buffer->memory->is_host()) {
@@ -515,7 +487,7 @@ rbln_status rbln_memset(rbln_buffer* buffer, size_t offset, int value, size_t si
 }
 
 rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats) {
-    return guarded([&] {
+    return guard([&] {
         if (stats == nullptr)
             return not_null(stats, "rbln_device_copy_stats: stats");
         const std::uint32_t caller = stats->struct_size;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// c_api_alloc.cpp - rbln_alloc.h over rbln::DeviceAllocator, and the
-// process-wide allocators behind it.  Every entry point catches
-// everything: no exception crosses into C.
+// c_api_alloc.cpp - rbln_alloc.h over the caching allocators of the
+// process's device contexts (process_context.hpp).  Every entry point
+// catches everything: no exception crosses into C.
 
 #include <cstring>
 #include <map>
@@ -11,103 +11,19 @@
 #include <string>
 #include <unordered_map>
 
+#include "c_guard.hpp"
+#include "c_handles.hpp"
+#include "process_context.hpp"
 #include "rbln/allocator.hpp"
+#include "rbln/allocator_stream.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/rbln_alloc.h"
 
-namespace rbln {
-
 namespace {
 
-struct ProcessAllocator {
-    std::unique_ptr<DeviceAllocator> allocator;
-    std::mutex blocks_mutex;
-    std::unordered_map<std::uint64_t, DeviceBlock> blocks; ///< rbln_caching_alloc()'s, by device VA
-};
-
-// Never destroyed (see process_allocator()).
-struct Registry {
-    std::mutex mutex;
-    std::map<unsigned, std::unique_ptr<ProcessAllocator>> devices;
-    AllocatorFactory factory;
-};
-
-Registry& registry() {
-    alignas(Registry) static unsigned char storage[sizeof(Registry)];
-    static Registry* r = std::construct_at(reinterpret_cast<Registry*>(storage));
-    return *r;
-}
-
-std::unique_ptr<DeviceAllocator> default_factory(unsigned index) {
-    const std::shared_ptr<Device> dev = Device::get(index);
-    const LogicalDevice ld = Runtime::process().device(index);
-    const unsigned npu = ld.npus.empty() ? 0 : ld.npus.front();
-    return DeviceAllocator::for_kernels(index, {{npu, dev->kernel_ptr()}},
-                                        AllocatorConfig::from_environment());
-}
-
-ProcessAllocator& process_entry(unsigned index) {
-    Registry& r = registry();
-    const std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.devices.find(index);
-    if (it != r.devices.end())
-        return *it->second;
-    auto entry = std::make_unique<ProcessAllocator>();
-    entry->allocator = r.factory ? r.factory(index) : default_factory(index);
-    if (!entry->allocator)
-        throw Error(Errc::NoDevice, "allocator", device_string(index), 0,
-                    "no allocator for this device");
-    return *r.devices.emplace(index, std::move(entry)).first->second;
-}
-
-} // namespace
-
-DeviceAllocator& process_allocator(unsigned index) {
-    return *process_entry(index).allocator;
-}
-
-void reset_process_allocators(AllocatorFactory factory) {
-    Registry& r = registry();
-    std::map<unsigned, std::unique_ptr<ProcessAllocator>> old;
-    {
-        const std::lock_guard<std::mutex> lock(r.mutex);
-        old.swap(r.devices);
-        r.factory = std::move(factory);
-    }
-    for (auto& [index, entry] : old)
-        entry->blocks.clear(); // before their allocator
-}
-
-} // namespace rbln
-
-namespace {
-
-thread_local std::string g_alloc_error;
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_alloc_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_alloc_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_alloc_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_alloc_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_alloc_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_alloc_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
 unsigned device_index(int device) {
     if (device < 0)
@@ -116,12 +32,17 @@ unsigned device_index(int device) {
     return static_cast<unsigned>(device);
 }
 
+// The allocator of @device if it was used, else nullptr (nothing opened).
+rbln::DeviceAllocator* live(int device) {
+    return rbln::detail::ProcessContexts::get().context(device_index(device))->live_allocator();
+}
+
 rbln_status bytes_query(int device, uint64_t* bytes,
                         std::uint64_t (rbln::DeviceAllocator::*query)() const) {
     if (bytes == nullptr)
         return invalid("bytes is NULL");
     return guard([&] {
-        *bytes = (rbln::process_allocator(device_index(device)).*query)();
+        *bytes = (rbln::process_allocator_stats(device_index(device)).*query)();
         return RBLN_OK;
     });
 }
@@ -130,10 +51,6 @@ rbln_status bytes_query(int device, uint64_t* bytes,
 
 extern "C" {
 
-const char* rbln_alloc_last_error_message(void) {
-    return g_alloc_error.c_str();
-}
-
 rbln_status rbln_caching_alloc(int device, uint64_t size, uint64_t stream, int place,
                                uint64_t* device_va) {
     if (device_va == nullptr)
@@ -141,18 +58,19 @@ rbln_status rbln_caching_alloc(int device, uint64_t size, uint64_t stream, int p
     if (place < RBLN_PLACE_DEFAULT)
         return invalid("place " + std::to_string(place) + " is not a place");
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
+        rbln::DeviceAllocator& a = ctx->allocator();
         *device_va = 0;
         std::optional<unsigned> where;
         if (place != RBLN_PLACE_DEFAULT)
             where = static_cast<unsigned>(place);
-        rbln::DeviceBlock block = p.allocator->allocate(size, stream, where);
+        rbln::DeviceBlock block = a.allocate(size, stream, where);
         if (!block)
             return RBLN_OK;
         const std::uint64_t va = block.device_va();
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            p.blocks.emplace(va, std::move(block));
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            ctx->c_blocks.emplace(va, std::move(block));
         }
         *device_va = va;
         return RBLN_OK;
@@ -163,12 +81,12 @@ rbln_status rbln_caching_free(int device, uint64_t device_va) {
     if (device_va == 0)
         return RBLN_OK;
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
         rbln::DeviceBlock block;
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            auto it = p.blocks.find(device_va);
-            if (it == p.blocks.end())
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            auto it = ctx->c_blocks.find(device_va);
+            if (it == ctx->c_blocks.end())
                 return invalid("rbln_caching_free: no live block of rbln:" +
                                std::to_string(device) + " starts at device VA 0x" + [&] {
                                    char buf[32];
@@ -177,9 +95,9 @@ rbln_status rbln_caching_free(int device, uint64_t device_va) {
                                    return std::string(buf);
                                }());
             block = std::move(it->second);
-            p.blocks.erase(it);
+            ctx->c_blocks.erase(it);
         }
-        block.reset(); // outside blocks_mutex
+        block.reset(); // outside c_mutex
         return RBLN_OK;
     });
 }
@@ -189,12 +107,12 @@ rbln_status rbln_alloc_block_get_info(int device, uint64_t device_va,
     if (info == nullptr || info->struct_size == 0)
         return invalid("info is NULL or its struct_size is 0");
     return guard([&] {
-        rbln::ProcessAllocator& p = rbln::process_entry(device_index(device));
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
         struct rbln_alloc_block_info out {};
         {
-            const std::lock_guard<std::mutex> lock(p.blocks_mutex);
-            auto it = p.blocks.find(device_va);
-            if (it == p.blocks.end())
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            auto it = ctx->c_blocks.find(device_va);
+            if (it == ctx->c_blocks.end())
                 return invalid("rbln_alloc_block_get_info: no live block at that device VA");
             const rbln::DeviceBlock& b = it->second;
             out.handle = b.handle();
@@ -210,9 +128,73 @@ rbln_status rbln_alloc_block_get_info(int device, uint64_t device_va,
     });
 }
 
+rbln_status rbln_alloc_stream_id(const rbln_stream* stream, uint64_t* id) {
+    if (stream == nullptr || id == nullptr)
+        return invalid(stream == nullptr ? "stream is NULL" : "id is NULL");
+    *id = rbln::stream_id(stream->stream);
+    rbln::capi::last_error().clear();
+    return RBLN_OK;
+}
+
+rbln_status rbln_caching_record_stream(int device, uint64_t device_va, rbln_stream* stream) {
+    if (stream == nullptr)
+        return invalid("stream is NULL");
+    return guard([&] {
+        const auto ctx = rbln::detail::ProcessContexts::get().context(device_index(device));
+        rbln::DeviceAllocator& a = ctx->allocator();
+        const auto fence = rbln::stream_fence_source(stream->stream);
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        const auto it = ctx->c_blocks.find(device_va);
+        if (it == ctx->c_blocks.end())
+            return invalid("rbln_caching_record_stream: no live block of rbln:" +
+                           std::to_string(device) + " starts at that device VA");
+        a.record_stream(it->second, fence);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_set_default_place(int device, int place) {
+    if (place < 0)
+        return invalid("place " + std::to_string(place) + " is not a place");
+    return guard([&] {
+        rbln::process_allocator(device_index(device))
+            .set_default_place(static_cast<unsigned>(place));
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_get_default_place(int device, int* place) {
+    if (place == nullptr)
+        return invalid("place is NULL");
+    return guard([&] {
+        *place =
+            static_cast<int>(rbln::process_allocator_stats(device_index(device)).default_place());
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_set_memory_fraction(int device, double fraction, int place) {
+    if (place < RBLN_PLACE_ALL)
+        return invalid("place " + std::to_string(place) + " is not a place");
+    if (place == RBLN_PLACE_DEFAULT)
+        return invalid("place RBLN_PLACE_DEFAULT: name a chiplet, or RBLN_PLACE_ALL");
+    return guard([&] {
+        rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        if (place != RBLN_PLACE_ALL) {
+            a.set_memory_fraction(fraction, static_cast<unsigned>(place));
+            return RBLN_OK;
+        }
+        for (unsigned p = 0; p < a.place_count(); p++)
+            a.set_memory_fraction(fraction, p);
+        return RBLN_OK;
+    });
+}
+
 rbln_status rbln_empty_cache(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).empty_cache();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->empty_cache();
         return RBLN_OK;
     });
 }
@@ -221,7 +203,7 @@ rbln_status rbln_memory_stat(int device, const char* key, int64_t* value) {
     if (key == nullptr || value == nullptr)
         return invalid("key or value is NULL");
     return guard([&] {
-        const rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        const rbln::DeviceAllocator& a = rbln::process_allocator_stats(device_index(device));
         const std::string_view k(key);
         const rbln::MemoryStats s =
             k.starts_with("npu.") ? a.memory_stats_per_chiplet() : a.memory_stats();
@@ -238,7 +220,7 @@ rbln_status rbln_memory_stats(int device, int per_chiplet, struct rbln_memory_st
     if (count == nullptr || (capacity > 0 && entries == nullptr))
         return invalid("count is NULL, or entries is NULL with a capacity");
     return guard([&] {
-        const rbln::DeviceAllocator& a = rbln::process_allocator(device_index(device));
+        const rbln::DeviceAllocator& a = rbln::process_allocator_stats(device_index(device));
         const rbln::MemoryStats s = per_chiplet ? a.memory_stats_per_chiplet() : a.memory_stats();
         std::size_t i = 0;
         for (const auto& [k, v] : s) {
@@ -270,14 +252,18 @@ rbln_status rbln_max_memory_reserved(int device, uint64_t* bytes) {
 
 rbln_status rbln_reset_peak_memory_stats(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).reset_peak_memory_stats();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->reset_peak_memory_stats();
         return RBLN_OK;
     });
 }
 
 rbln_status rbln_reset_accumulated_memory_stats(int device) {
     return guard([&] {
-        rbln::process_allocator(device_index(device)).reset_accumulated_memory_stats();
+        // A device never used has nothing cached or counted: nothing to open.
+        if (rbln::DeviceAllocator* a = live(device))
+            a->reset_accumulated_memory_stats();
         return RBLN_OK;
     });
 }
@@ -290,10 +276,10 @@ rbln_status rbln_memory_summary(int device, const char* title_word, char* buf, s
         rbln::SummaryOptions o;
         if (title_word != nullptr)
             o.title_word = title_word;
-        const std::string s = rbln::process_allocator(device_index(device)).memory_summary(o);
+        const std::string s = rbln::process_allocator_stats(device_index(device)).memory_summary(o);
         if (needed != nullptr)
             *needed = s.size();
-        if (s.size() + 1 > len)
+        if (buf == nullptr || s.size() + 1 > len) // (buf is NULL only with len 0)
             return invalid("rbln_memory_summary: the buffer holds " + std::to_string(len) +
                            " bytes, the summary needs " + std::to_string(s.size() + 1));
         std::memcpy(buf, s.c_str(), s.size() + 1);

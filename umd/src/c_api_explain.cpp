@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "c_guard.hpp"
 #include "rbln/error.hpp"
 #include "rbln/explain.hpp"
 #include "rbln/rbln_explain.h"
@@ -21,33 +22,11 @@ struct rbln_explain {
 
 namespace {
 
-thread_local std::string g_explain_error;
+using rbln::capi::guard;
+using rbln::capi::invalid;
+
 // The sites rbln_explain_site_push() opened on this thread, innermost last.
 thread_local std::vector<std::unique_ptr<rbln::ExplainSite>> g_sites;
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_explain_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_explain_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_explain_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_explain_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_explain_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_explain_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
 
 // Site file names live as long as the process (sites point at them).
 const char* intern(const char* file) {
@@ -60,10 +39,6 @@ const char* intern(const char* file) {
 } // namespace
 
 extern "C" {
-
-const char* rbln_explain_last_error_message(void) {
-    return g_explain_error.c_str();
-}
 
 rbln_status rbln_explain_begin(const char* name, const char* file, uint32_t line,
                                rbln_explain** region) {

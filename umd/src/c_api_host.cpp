@@ -11,6 +11,8 @@
 #include <new>
 #include <string>
 
+#include "c_guard.hpp"
+#include "process_context.hpp"
 #include "rbln/device.hpp"
 #include "rbln/host_allocator.hpp"
 #include "rbln/rbln_host.h"
@@ -21,50 +23,24 @@ struct rbln_huge_host {
 
 namespace {
 
-thread_local std::string g_host_error;
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
-// The blocks handed out through rbln_host_alloc(), by address.
-std::mutex g_blocks_mutex;
-std::map<const void*, rbln::HostBlock>& blocks() {
-    // Never destroyed: a block freed at exit must not touch a dead map.
-    alignas(std::map<const void*, rbln::HostBlock>) static unsigned char
-        storage[sizeof(std::map<const void*, rbln::HostBlock>)];
-    static auto* m =
-        std::construct_at(reinterpret_cast<std::map<const void*, rbln::HostBlock>*>(storage));
-    return *m;
-}
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_host_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_host_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_host_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_host_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_host_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
+// The blocks handed out through rbln_host_alloc() live in their device's
+// context (process_context.hpp); rbln_host_free() finds the one that has it.
+rbln::HostBlock take_block(const void* ptr) {
+    for (const auto& ctx : rbln::detail::ProcessContexts::get().contexts()) {
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        auto node = ctx->c_host_blocks.extract(ptr);
+        if (!node.empty())
+            return std::move(node.mapped());
     }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_host_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
+    return {};
 }
 
 } // namespace
 
 extern "C" {
-
-const char* rbln_host_last_error_message(void) {
-    return g_host_error.c_str();
-}
 
 rbln_status rbln_host_alloc(int device, size_t size, void** ptr) {
     if (ptr == nullptr)
@@ -74,11 +50,12 @@ rbln_status rbln_host_alloc(int device, size_t size, void** ptr) {
     if (size == 0)
         return invalid("a block of 0 bytes was asked for");
     return guard([&] {
-        rbln::HostBlock b =
-            rbln::process_host_allocator(static_cast<unsigned>(device)).allocate(size);
+        const auto ctx =
+            rbln::detail::ProcessContexts::get().context(static_cast<unsigned>(device));
+        rbln::HostBlock b = ctx->host_allocator().allocate(size);
         void* p = b.data();
-        const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-        blocks().emplace(p, std::move(b));
+        const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+        ctx->c_host_blocks.emplace(p, std::move(b));
         *ptr = p;
         return RBLN_OK;
     });
@@ -88,14 +65,9 @@ rbln_status rbln_host_free(void* ptr) {
     if (ptr == nullptr)
         return RBLN_OK;
     return guard([&] {
-        rbln::HostBlock b;
-        {
-            const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-            auto node = blocks().extract(ptr);
-            if (node.empty())
-                return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
-            b = std::move(node.mapped());
-        }
+        rbln::HostBlock b = take_block(ptr);
+        if (!b)
+            return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
         b.reset();
         return RBLN_OK;
     });
@@ -105,12 +77,15 @@ rbln_status rbln_host_block_size(const void* ptr, size_t* size) {
     if (ptr == nullptr || size == nullptr)
         return invalid(ptr == nullptr ? "ptr is NULL" : "size is NULL");
     return guard([&] {
-        const std::lock_guard<std::mutex> lock(g_blocks_mutex);
-        const auto it = blocks().find(ptr);
-        if (it == blocks().end())
-            return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
-        *size = it->second.size();
-        return RBLN_OK;
+        for (const auto& ctx : rbln::detail::ProcessContexts::get().contexts()) {
+            const std::lock_guard<std::mutex> lock(ctx->c_mutex);
+            const auto it = ctx->c_host_blocks.find(ptr);
+            if (it != ctx->c_host_blocks.end()) {
+                *size = it->second.size();
+                return RBLN_OK;
+            }
+        }
+        return invalid("the pointer was not returned by rbln_host_alloc() (or was freed)");
     });
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "c_guard.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/rbln_offload.h"
 
@@ -19,31 +20,8 @@ struct rbln_offload {
 
 namespace {
 
-thread_local std::string g_offload_error;
-
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_offload_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_offload_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_offload_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_offload_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_offload_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
-}
-
-rbln_status invalid(const std::string& message) {
-    g_offload_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
-}
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
 // The fields of rbln_offload_options a caller of @size bytes passed.
 constexpr std::size_t kOptionsV1 = offsetof(rbln_offload_options, min_bytes) + sizeof(uint64_t);
@@ -51,10 +29,6 @@ constexpr std::size_t kOptionsV1 = offsetof(rbln_offload_options, min_bytes) + s
 } // namespace
 
 extern "C" {
-
-const char* rbln_offload_last_error_message(void) {
-    return g_offload_error.c_str();
-}
 
 rbln_status rbln_offload_begin(const struct rbln_offload_options* options, rbln_offload** scope) {
     if (scope == nullptr)
@@ -138,9 +112,9 @@ rbln_status rbln_offload_failure_message(const rbln_offload* scope, size_t index
     return guard([&] {
         const std::vector<rbln::Error> failures = scope->scope->failures();
         if (index >= failures.size()) {
-            g_offload_error = "failure " + std::to_string(index) +
-                              " does not exist: the scope has " + std::to_string(failures.size());
-            return RBLN_ERR_NOT_FOUND;
+            return rbln::capi::fail(RBLN_ERR_NOT_FOUND, "failure " + std::to_string(index) +
+                                                            " does not exist: the scope has " +
+                                                            std::to_string(failures.size()));
         }
         const std::string m = failures[index].what();
         if (needed != nullptr)

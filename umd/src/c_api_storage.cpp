@@ -9,49 +9,69 @@
 #include <span>
 #include <string>
 
+#include "c_guard.hpp"
+#include "c_handles.hpp"
+#include "rbln/copy.hpp"
 #include "rbln/device.hpp"
+#include "rbln/ops.hpp"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
-
-struct rbln_storage {
-    std::shared_ptr<rbln::Storage> storage;
-};
+#include "rbln/stream.hpp"
 
 namespace {
 
-thread_local std::string g_storage_error;
+using rbln::capi::guard;
+using rbln::capi::invalid;
 
-template <typename F> rbln_status guard(F&& f) {
-    try {
-        g_storage_error.clear();
-        return f();
-    } catch (const rbln::Error& e) {
-        g_storage_error = e.what();
-        return static_cast<rbln_status>(e.code());
-    } catch (const std::bad_alloc&) {
-        g_storage_error = "librbln: host memory exhausted";
-        return RBLN_ERR_INTERNAL;
-    } catch (const std::exception& e) {
-        g_storage_error = std::string("librbln: internal error: ") + e.what();
-        return RBLN_ERR_INTERNAL;
-    } catch (...) {
-        g_storage_error = "librbln: internal error";
-        return RBLN_ERR_INTERNAL;
-    }
+// @stream, or (NULL) the default stream of @s's device.
+rbln::Stream stream_of(rbln_stream* stream, const rbln::Storage& s) {
+    return stream != nullptr ? stream->stream : s.device()->default_stream();
 }
 
-rbln_status invalid(const std::string& message) {
-    g_storage_error = message;
-    return RBLN_ERR_INVALID_ARGUMENT;
+// Errc::InvalidArgument unless [@offset, @offset + @size) lies in @s.
+void check_range(const char* op, const rbln::Storage& s, std::uint64_t offset, std::uint64_t size) {
+    if (offset > s.nbytes() || size > s.nbytes() - offset)
+        throw rbln::Error(rbln::Errc::InvalidArgument, op, "", 0,
+                          "bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + size) + ") are outside the storage of " +
+                              std::to_string(s.nbytes()) + " bytes");
+}
+
+// Errc::InvalidArgument unless @stream runs on @s's device.
+void check_stream(const char* op, const rbln::Stream& stream, const rbln::Storage& s) {
+    if (&stream.device().kernel() != &s.device()->kernel())
+        throw rbln::Error(rbln::Errc::InvalidArgument, op, "", 0,
+                          "the stream is on rbln:" + std::to_string(stream.device().index()) +
+                              " but the storage on rbln:" + std::to_string(s.device_index()));
+}
+
+// The view of bytes [@offset, @offset + @size) of @s in its elements.
+rbln::StorageView byte_view(const char* op, const std::shared_ptr<rbln::Storage>& s,
+                            std::uint64_t offset, std::uint64_t size) {
+    const std::uint32_t esize = rbln::element_size(s->element_type());
+    if (offset % esize != 0 || size % esize != 0)
+        throw rbln::Error(rbln::Errc::InvalidArgument, op, "", 0,
+                          "offset " + std::to_string(offset) + " and size " + std::to_string(size) +
+                              " must be whole numbers of " + std::to_string(esize) +
+                              "-byte elements");
+    rbln::StorageView v;
+    v.storage = s;
+    v.offset = offset / esize;
+    v.sizes = {static_cast<std::int64_t>(size / esize)};
+    v.strides = {1};
+    return v;
+}
+
+// Waits for the work enqueued on @stream so far (a blocking copy).
+void wait_for(rbln::Stream& stream) {
+    rbln::Event done(false);
+    done.record(stream);
+    done.synchronize();
 }
 
 } // namespace
 
 extern "C" {
-
-const char* rbln_storage_last_error_message(void) {
-    return g_storage_error.c_str();
-}
 
 rbln_status rbln_storage_create(int device, uint64_t nbytes, uint32_t element_type,
                                 rbln_storage** storage) {
@@ -139,6 +159,71 @@ rbln_status rbln_storage_bind_device_memory(rbln_storage* storage, uint64_t offs
         v.sizes = {static_cast<std::int64_t>(size / esize)};
         v.strides = {1};
         rbln::bind_device_memory(v);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_storage_copy_from_host(rbln_storage* dst, uint64_t offset, const void* src,
+                                        size_t size, rbln_stream* stream, int non_blocking) {
+    if (dst == nullptr || (src == nullptr && size != 0))
+        return invalid(dst == nullptr ? "dst is NULL" : "src is NULL");
+    return guard([&] {
+        rbln::Storage& d = *dst->storage;
+        check_range("rbln_storage_copy_from_host", d, offset, size);
+        rbln::Stream s = stream_of(stream, d);
+        check_stream("rbln_storage_copy_from_host", s, d);
+        const bool whole = offset == 0 && size == d.nbytes();
+        const std::shared_ptr<rbln::Memory>& m =
+            d.device_use(s, whole ? rbln::DeviceAccess::Write : rbln::DeviceAccess::ReadWrite);
+        if (size != 0)
+            rbln::copy(s, rbln::CopyEndpoint::of(m, offset, size),
+                       rbln::CopyEndpoint::of_host(src, size), non_blocking != 0);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_storage_copy_to_host(void* dst, rbln_storage* src, uint64_t offset, size_t size,
+                                      rbln_stream* stream, int non_blocking) {
+    if (src == nullptr || (dst == nullptr && size != 0))
+        return invalid(src == nullptr ? "src is NULL" : "dst is NULL");
+    return guard([&] {
+        rbln::Storage& from = *src->storage;
+        check_range("rbln_storage_copy_to_host", from, offset, size);
+        rbln::Stream s = stream_of(stream, from);
+        check_stream("rbln_storage_copy_to_host", s, from);
+        const std::shared_ptr<rbln::Memory>& m = from.device_use(s, rbln::DeviceAccess::Read);
+        if (size != 0)
+            rbln::copy(s, rbln::CopyEndpoint::of_host(dst, size),
+                       rbln::CopyEndpoint::of(m, offset, size), non_blocking != 0);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_storage_copy(rbln_storage* dst, uint64_t dst_offset, rbln_storage* src,
+                              uint64_t src_offset, uint64_t size, rbln_stream* stream,
+                              int non_blocking) {
+    if (dst == nullptr || src == nullptr)
+        return invalid(dst == nullptr ? "dst is NULL" : "src is NULL");
+    return guard([&] {
+        constexpr const char* op = "rbln_storage_copy";
+        check_range(op, *dst->storage, dst_offset, size);
+        check_range(op, *src->storage, src_offset, size);
+        if (size == 0)
+            return RBLN_OK;
+        rbln::Stream s = stream_of(stream, *dst->storage);
+        rbln::ops::copy(s, byte_view(op, dst->storage, dst_offset, size),
+                        byte_view(op, src->storage, src_offset, size));
+        if (non_blocking == 0)
+            wait_for(s);
+        return RBLN_OK;
+    });
+}
+
+rbln_status rbln_storage_record_stream(rbln_storage* storage, rbln_stream* stream) {
+    if (storage == nullptr || stream == nullptr)
+        return invalid(storage == nullptr ? "storage is NULL" : "stream is NULL");
+    return guard([&] {
+        storage->storage->record_stream(stream->stream);
         return RBLN_OK;
     });
 }

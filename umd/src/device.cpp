@@ -8,9 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 
+#include "block_memory.hpp"
 #include "device_state.hpp"
+#include "process_context.hpp"
 #include "rbln/devices.hpp"
 
 namespace rbln {
@@ -20,22 +21,6 @@ namespace {
 // Devices by open file, for device_of().
 std::mutex g_by_kernel_mutex;
 std::map<const KernelInterface*, std::weak_ptr<Device>> g_by_kernel; // guarded
-
-// The devices of Device::get().  Never destroyed: at exit (also the exit of
-// a fork() child, which shares the parent's open files) no destructor may
-// close buffers or wait on rings; the kernel frees everything with the fd.
-struct ProcessDevices {
-    std::mutex mutex;
-    std::map<unsigned, std::shared_ptr<Device>> devices;
-    DeviceOpener opener;
-    DeviceOptions options;
-};
-
-ProcessDevices& process_devices() {
-    alignas(ProcessDevices) static unsigned char storage[sizeof(ProcessDevices)];
-    static ProcessDevices* devices = std::construct_at(reinterpret_cast<ProcessDevices*>(storage));
-    return *devices;
-}
 
 } // namespace
 
@@ -158,56 +143,11 @@ Device::~Device() {
 }
 
 std::shared_ptr<Device> Device::get(unsigned index) {
-    Runtime& rt = Runtime::process();
-    const DeviceMapping& m = rt.commit(); // checks for a fork too
-    ProcessDevices& pd = process_devices();
-    const std::lock_guard<std::mutex> lock(pd.mutex);
-    const auto it = pd.devices.find(index);
-    if (it != pd.devices.end())
-        return it->second;
-    if (index >= m.devices.size())
-        throw Error(Errc::NoDevice, "device", device_string(index), 0,
-                    "no such logical device: " + std::to_string(m.devices.size()) +
-                        " are available");
-    const LogicalDevice& ld = m.devices[index];
-    if (ld.nodes.empty())
-        throw Error(Errc::NoDevice, "device", device_string(index), 0, "it has no NPU");
-    auto opened = pd.opener ? pd.opener(ld.nodes.front()) : open_kernel_device(ld.nodes.front());
-    std::shared_ptr<KernelInterface> kernel = std::move(opened).value();
-    DeviceOptions options = pd.options;
-    const EnvSource env = rt.environment();
-    if (const std::optional<bool> single = single_issuer_from_environment(env))
-        options.submitter.single_issuer = *single;
-    if (const std::optional<unsigned> idle = sqpoll_from_environment(env))
-        options.submitter.sqpoll_idle_ms = *idle;
-    if (options.submitter.single_issuer && options.submitter.sqpoll_idle_ms > 0)
-        throw Error(Errc::BadConfig, "RBLN_URING_SQPOLL", device_string(index), 0,
-                    "an SQPOLL ring (RBLN_URING_SQPOLL=" +
-                        std::to_string(options.submitter.sqpoll_idle_ms) +
-                        ") and single-issuer mode (RBLN_SINGLE_ISSUER=1 or "
-                        "DeviceOptions) exclude each other: unset one of them");
-    auto dev = open(std::move(kernel), index, std::move(options));
-    dev->s_->from_process = true;
-    // After commit(): its atfork handler counts the generations from here.
-    dev->s_->opened_generation = detail::fork_generation();
-    dev->s_->opener_pid = ::getpid();
-    pd.devices.emplace(index, dev);
-    return dev;
+    return detail::ProcessContexts::get().device(index);
 }
 
 std::shared_ptr<Device> Device::current() {
     return get(Runtime::process().current_device());
-}
-
-void Device::reset_process_devices(DeviceOpener opener, DeviceOptions options) {
-    ProcessDevices& pd = process_devices();
-    std::map<unsigned, std::shared_ptr<Device>> old;
-    {
-        const std::lock_guard<std::mutex> lock(pd.mutex);
-        old.swap(pd.devices);
-        pd.opener = std::move(opener);
-        pd.options = std::move(options);
-    }
 }
 
 unsigned Device::index() const noexcept {
@@ -258,9 +198,7 @@ void Device::flush() {
 }
 
 void Device::synchronize() {
-    s_->check_fork();
-    if (s_->from_process) // also a child of a raw clone() (no atfork handlers)
-        Runtime::process().check_fork();
+    s_->fork.check_strict(); // also a child of a raw clone() (no atfork handlers)
     s_->drain_async();
     std::vector<std::shared_ptr<detail::StreamState>> live;
     {
@@ -283,9 +221,37 @@ void Device::synchronize() {
         throw *first;
 }
 
+DeviceAllocator& Device::allocator() {
+    return *allocator_ptr();
+}
+
+std::shared_ptr<DeviceAllocator> Device::allocator_ptr() {
+    std::function<std::shared_ptr<DeviceAllocator>()> source;
+    {
+        const std::lock_guard<std::mutex> lock(s_->mutex);
+        if (s_->allocator)
+            return s_->allocator;
+        source = s_->allocator_source;
+    }
+    // Outside the device mutex: the registry's source takes its own.
+    std::shared_ptr<DeviceAllocator> made =
+        source ? source()
+               : std::shared_ptr<DeviceAllocator>(
+                     DeviceAllocator::for_kernels(s_->index, {{0, s_->kernel}}));
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    if (!s_->allocator)
+        s_->allocator = std::move(made);
+    return s_->allocator;
+}
+
 std::shared_ptr<Memory> Device::allocate(std::uint64_t size, std::optional<unsigned> chiplet) {
     s_->check_fork();
-    return BoMemory::create_device(s_->kernel, size, chiplet);
+    std::shared_ptr<DeviceAllocator> a = allocator_ptr();
+    const unsigned place = chiplet ? a->find_place(a->npu_of(0), *chiplet) : a->default_place();
+    DeviceBlock block = a->allocate(size, kDefaultStream, place);
+    const unsigned on = a->chiplet_of(place);
+    return std::make_shared<detail::BlockMemory>(s_->kernel, std::move(block), size, on,
+                                                 std::move(a));
 }
 
 std::shared_ptr<Memory> Device::allocate_host(std::uint64_t size) {

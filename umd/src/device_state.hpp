@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "fork_state.hpp"
+#include "rbln/allocator.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/memory.hpp"
@@ -107,9 +109,7 @@ struct DeviceState {
     unsigned index = 0;
     DeviceOptions options;
     unsigned chiplets = 1;
-    bool from_process = false;           ///< made by Device::get(): check for a fork at every use
-    std::uint64_t opened_generation = 0; ///< fork_generation() when Device::get() opened it
-    pid_t opener_pid = 0;                ///< the process that opened it
+    ForkStamp fork; ///< armed by the process registry (Device::get()): a child is refused
     std::unique_ptr<Submitter> submitter;
 
     mutable std::mutex mutex;
@@ -124,6 +124,12 @@ struct DeviceState {
 
     std::shared_ptr<TimestampPool> timestamps = std::make_shared<TimestampPool>();
 
+    /// The caching allocator of allocate() (guarded by mutex): the process
+    /// registry's for Device::get()'s devices (through allocator_source),
+    /// else one over the device's node, made at first use.
+    std::shared_ptr<DeviceAllocator> allocator;
+    std::function<std::shared_ptr<DeviceAllocator>()> allocator_source;
+
     /// A free timestamp slot (pinned host memory of this device).
     std::shared_ptr<TimestampSlot> timestamp_slot();
     /// Waits for every pending async transfer; true if there was one.
@@ -132,10 +138,7 @@ struct DeviceState {
     void add_async(const std::shared_ptr<StreamState>& stream, std::uint64_t n);
     /// Throws Errc::BadFork in a forked child (devices of Device::get()):
     /// one atomic load (fork_state.hpp), no system call.
-    void check_fork() const {
-        if (from_process && opened_generation != fork_generation()) [[unlikely]]
-            throw bad_fork_error(opener_pid);
-    }
+    void check_fork() const { fork.check(); }
 };
 
 } // namespace rbln::detail

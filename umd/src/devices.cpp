@@ -17,6 +17,9 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "fork_state.hpp"
+#include "process_context.hpp"
+
 namespace rbln {
 
 namespace {
@@ -192,6 +195,7 @@ EnvSource process_environment() {
 
 DeviceMapping plan_device_mapping(std::span<const CardInfo> cards, const EnvSource& env) {
     DeviceMapping m;
+    m.cards.assign(cards.begin(), cards.end());
     const EnvSource& getenv = env;
 
     // Visibility.
@@ -352,9 +356,8 @@ struct Runtime::State {
     mutable std::mutex mutex;
     mutable std::set<std::string> warned; // guarded by mutex
     DeviceMapping committed_mapping;      // written once, before `committed`
+    detail::ForkStamp owner;              // written once, before `committed`
     std::atomic<bool> committed{false};
-    std::atomic<pid_t> owner_pid{0};
-    std::atomic<std::uint64_t> owner_generation{0};
 
     void warn_once(const std::string& message) const { // mutex held
         if (!warned.insert(message).second)
@@ -379,11 +382,6 @@ struct Runtime::State {
     }
 };
 
-namespace {
-std::mutex g_process_mutex;
-std::unique_ptr<Runtime> g_process; // guarded by g_process_mutex
-} // namespace
-
 Runtime::Runtime(RuntimeOptions options) : s_(std::make_unique<State>()) {
     s_->options = std::move(options);
 }
@@ -393,19 +391,11 @@ Runtime::~Runtime() {
 }
 
 Runtime& Runtime::process() {
-    const std::lock_guard<std::mutex> lock(g_process_mutex);
-    if (!g_process)
-        g_process = std::make_unique<Runtime>();
-    return *g_process;
+    return detail::ProcessContexts::get().runtime();
 }
 
 EnvSource Runtime::environment() const {
     return s_->options.env ? s_->options.env : process_environment();
-}
-
-void Runtime::reset_process(RuntimeOptions options) {
-    const std::lock_guard<std::mutex> lock(g_process_mutex);
-    g_process = std::make_unique<Runtime>(std::move(options));
 }
 
 namespace detail {
@@ -425,16 +415,10 @@ Error bad_fork_error(pid_t parent) {
 
 } // namespace detail
 
-// The generation (atfork) catches fork(); the pid also a child made by a
-// raw clone() that runs no atfork handlers.  Devices check only the
-// generation on their hot paths (DeviceState::check_fork).
+// The strict check (fork_state.hpp): the generation and the pid.
 void Runtime::check_fork() const {
-    if (!s_->committed.load(std::memory_order_acquire))
-        return;
-    if (s_->owner_generation.load() == g_fork_generation.load(std::memory_order_relaxed) &&
-        s_->owner_pid.load() == ::getpid())
-        return;
-    throw detail::bad_fork_error(s_->owner_pid.load());
+    if (s_->committed.load(std::memory_order_acquire))
+        s_->owner.check_strict();
 }
 
 DeviceMapping Runtime::mapping() const {
@@ -493,8 +477,7 @@ const DeviceMapping& Runtime::commit() {
                             "cannot register the fork handler");
         });
         s_->committed_mapping = s_->plan();
-        s_->owner_pid = ::getpid();
-        s_->owner_generation = g_fork_generation.load();
+        s_->owner = detail::ForkStamp::now();
         s_->committed.store(true, std::memory_order_release);
     }
     return s_->committed_mapping;

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
-// fork_state.hpp - the process's fork generation, for the cheap fork check
-// on librbln's hot paths (private to librbln: devices.cpp, device.cpp).
+// fork_state.hpp - librbln's one fork check (private to librbln).
 //
-// The pthread_atfork child handler that Runtime::commit() registers bumps
-// the generation in every fork() child, so "opened in another generation"
-// means "a forked child of the process that opened the device": one
-// relaxed atomic load, no getpid() system call.
+// A fork() child shares its parent's open device files, so it must not use
+// a device its parent opened: it gets Errc::BadFork ("use the spawn start
+// method").  The process registry (process_context.hpp) stamps the commit
+// of the device mapping and every device it opens with a ForkStamp; the
+// device's hot paths check it with one relaxed atomic load (the fork
+// generation below, no getpid() system call), and the slower paths
+// (commit, synchronize) also compare the pid, which catches a child made
+// by a raw clone() that runs no atfork handlers.
+//
+// The generation is bumped in every fork() child by a pthread_atfork
+// handler that Runtime::commit() registers (before the first stamp).
 #pragma once
 
 #include <cstdint>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "rbln/error.hpp"
 
@@ -20,5 +27,28 @@ std::uint64_t fork_generation() noexcept;
 
 /// The Errc::BadFork error of a child of @parent ("use the spawn start method").
 Error bad_fork_error(pid_t parent);
+
+/// Which process (and fork generation) made something a child must not use.
+struct ForkStamp {
+    pid_t pid = 0;
+    std::uint64_t generation = 0;
+    bool armed = false; ///< false: not the process's (Device::open()): never refused
+
+    /// This process, now.
+    static ForkStamp now() noexcept { return {::getpid(), fork_generation(), true}; }
+
+    /// One relaxed load: true in a fork() child of the stamping process.
+    bool forked() const noexcept { return armed && generation != fork_generation(); }
+    /// Throws Errc::BadFork in a fork() child (hot paths).
+    void check() const {
+        if (forked()) [[unlikely]]
+            throw bad_fork_error(pid);
+    }
+    /// check(), and also a child of a raw clone() (one getpid()).
+    void check_strict() const {
+        if (armed && (generation != fork_generation() || pid != ::getpid())) [[unlikely]]
+            throw bad_fork_error(pid);
+    }
+};
 
 } // namespace rbln::detail

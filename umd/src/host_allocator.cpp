@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "process_context.hpp"
 #include "rbln/device.hpp"
 #include "rbln/error.hpp"
 
@@ -459,40 +460,8 @@ const std::shared_ptr<Device>& HostAllocator::device() const noexcept {
     return s_->device;
 }
 
-// ---- the process's allocators --------------------------------------------------
-
-namespace {
-
-struct ProcessHostAllocators {
-    std::mutex mutex;
-    std::map<unsigned, std::unique_ptr<HostAllocator>> allocators;
-};
-
-// Never destroyed (see process_host_allocator()): at exit (also a fork()
-// child's) no destructor may unregister the parent's blocks.
-ProcessHostAllocators& process_host_allocators() {
-    alignas(ProcessHostAllocators) static unsigned char storage[sizeof(ProcessHostAllocators)];
-    static ProcessHostAllocators* p =
-        std::construct_at(reinterpret_cast<ProcessHostAllocators*>(storage));
-    return *p;
-}
-
-} // namespace
-
 HostAllocator& process_host_allocator(unsigned index) {
-    ProcessHostAllocators& p = process_host_allocators();
-    const std::lock_guard<std::mutex> lock(p.mutex);
-    auto& slot = p.allocators[index];
-    if (!slot)
-        slot = std::make_unique<HostAllocator>(Device::get(index));
-    return *slot;
-}
-
-void reset_process_host_allocators() {
-    std::map<unsigned, std::unique_ptr<HostAllocator>> old;
-    ProcessHostAllocators& p = process_host_allocators();
-    const std::lock_guard<std::mutex> lock(p.mutex);
-    old.swap(p.allocators);
+    return detail::ProcessContexts::get().host_allocator(index);
 }
 
 // ---- huge_host_empty -----------------------------------------------------------

@@ -8,7 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "block_memory.hpp"
 #include "explain_hooks.hpp"
+#include "process_context.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -16,30 +18,6 @@
 namespace rbln {
 
 namespace {
-
-/// A storage's block as librbln Memory: device memory the copies and jobs
-/// can use.  Holds the block (freed to the cache when the last user goes).
-class BlockMemory final : public Memory {
-public:
-    BlockMemory(std::shared_ptr<KernelInterface> kernel, DeviceBlock block, std::uint64_t size,
-                unsigned chiplet)
-        : kernel_(std::move(kernel)), block_(std::move(block)), size_(size), chiplet_(chiplet) {}
-
-    MemoryKind kind() const noexcept override { return MemoryKind::Device; }
-    const KernelInterface& kernel() const noexcept override { return *kernel_; }
-    std::uint32_t handle() const noexcept override { return block_ ? block_.handle() : 0; }
-    std::uint64_t device_va() const noexcept override { return block_ ? block_.device_va() : 0; }
-    std::uint64_t size() const noexcept override { return size_; }
-    std::byte* host_data() const noexcept override { return nullptr; }
-    unsigned chiplet() const noexcept override { return chiplet_; }
-    const DeviceBlock& block() const noexcept { return block_; }
-
-private:
-    std::shared_ptr<KernelInterface> kernel_;
-    DeviceBlock block_;
-    std::uint64_t size_;
-    unsigned chiplet_;
-};
 
 std::atomic<std::uint64_t> g_next_id{1};
 
@@ -97,15 +75,17 @@ CommitMode process_commit_mode() {
     const int m = g_mode.load(std::memory_order_acquire);
     if (m >= 0)
         return static_cast<CommitMode>(m);
+    const EnvSource env = Runtime::process().environment();
     const std::lock_guard<std::mutex> lock(g_mode_mutex);
     if (g_mode.load() < 0)
-        g_mode.store(static_cast<int>(commit_mode_from_environment()), std::memory_order_release);
+        g_mode.store(static_cast<int>(commit_mode_from_environment(env)),
+                     std::memory_order_release);
     return static_cast<CommitMode>(g_mode.load());
 }
 
-void reset_process_commit_mode(const EnvSource& env) {
+void detail::forget_commit_mode() noexcept {
     const std::lock_guard<std::mutex> lock(g_mode_mutex);
-    g_mode.store(static_cast<int>(commit_mode_from_environment(env)), std::memory_order_release);
+    g_mode.store(-1, std::memory_order_release);
 }
 
 StorageTransfers storage_transfer_totals() noexcept {
@@ -115,21 +95,23 @@ StorageTransfers storage_transfer_totals() noexcept {
 
 // ---- Storage ------------------------------------------------------------
 
-std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceAllocator& allocator,
-                                         std::uint64_t nbytes, ElementType type,
-                                         StorageOptions options) {
-    if (!device)
-        throw Error(Errc::InvalidArgument, "storage", "", 0, "no device");
+namespace {
+
+// Errc::InvalidArgument unless @nbytes is whole elements of a known @type.
+void check_elements(const std::string& where, std::uint64_t nbytes, ElementType type) {
     const std::uint32_t esize = element_size(type);
     if (esize == 0)
-        throw Error(Errc::InvalidArgument, "storage", device->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, "storage", where, 0,
                     "unknown element type " + std::to_string(static_cast<unsigned>(type)));
     if (nbytes % esize != 0)
-        throw Error(Errc::InvalidArgument, "storage", device->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, "storage", where, 0,
                     std::to_string(nbytes) + " bytes is not a whole number of " +
                         std::to_string(esize) + "-byte elements");
-    const CommitMode mode = options.commit.value_or(process_commit_mode());
-    auto s = std::make_shared<Storage>(Key{}, std::move(device), allocator, nbytes, type, options);
+}
+
+} // namespace
+
+std::shared_ptr<Storage> Storage::finish(std::shared_ptr<Storage> s, CommitMode mode) {
     if (s->host_.eligible())
         detail::offload_register(s->host_.scope(), std::shared_ptr<OffloadMember>(
                                                        s, static_cast<OffloadMember*>(s.get())));
@@ -138,17 +120,70 @@ std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceA
     return s;
 }
 
+std::shared_ptr<Storage> Storage::create(std::shared_ptr<Device> device, DeviceAllocator& allocator,
+                                         std::uint64_t nbytes, ElementType type,
+                                         StorageOptions options) {
+    if (!device)
+        throw Error(Errc::InvalidArgument, "storage", "", 0, "no device");
+    check_elements(device->kernel().path(), nbytes, type);
+    const CommitMode mode = options.commit.value_or(process_commit_mode());
+    return finish(
+        std::make_shared<Storage>(Key{}, std::move(device), allocator, nbytes, type, options),
+        mode);
+}
+
 std::shared_ptr<Storage> Storage::create(unsigned index, std::uint64_t nbytes, ElementType type,
                                          StorageOptions options) {
-    std::shared_ptr<Device> device = Device::get(index);
-    return create(std::move(device), process_allocator(index), nbytes, type, options);
+    check_elements(device_string(index), nbytes, type);
+    // Plans only: the context opens its device at the storage's first use.
+    auto context = detail::ProcessContexts::get().context(index);
+    const CommitMode mode = options.commit.value_or(process_commit_mode());
+    return finish(std::make_shared<Storage>(Key{}, std::move(context), nbytes, type, options),
+                  mode);
 }
 
 Storage::Storage(Key /*key*/, std::shared_ptr<Device> device, DeviceAllocator& allocator,
                  std::uint64_t nbytes, ElementType type, StorageOptions options)
-    : device_(std::move(device)), allocator_(allocator), id_(g_next_id.fetch_add(1)),
+    : device_(std::move(device)), allocator_(&allocator), id_(g_next_id.fetch_add(1)),
       nbytes_(nbytes), type_(type), place_(options.place),
-      host_(detail::current_offload_scope(), id_, nbytes) {}
+      host_(detail::current_offload_scope(), id_, nbytes) {
+    index_ = device_->index();
+    bound_.store(true, std::memory_order_release);
+}
+
+Storage::Storage(Key /*key*/, std::shared_ptr<detail::DeviceContext> context, std::uint64_t nbytes,
+                 ElementType type, StorageOptions options)
+    : context_(std::move(context)), id_(g_next_id.fetch_add(1)), nbytes_(nbytes), type_(type),
+      place_(options.place), host_(detail::current_offload_scope(), id_, nbytes) {
+    index_ = context_->index();
+}
+
+void Storage::bind() const {
+    std::call_once(bind_once_, [this] {
+        std::shared_ptr<Device> device = context_->device();
+        allocator_ = &context_->allocator();
+        device_ = std::move(device);
+        bound_.store(true, std::memory_order_release);
+    });
+}
+
+const std::shared_ptr<Device>& Storage::device() const {
+    if (!bound_.load(std::memory_order_acquire))
+        bind();
+    return device_;
+}
+
+DeviceAllocator& Storage::allocator() const {
+    if (!bound_.load(std::memory_order_acquire))
+        bind();
+    return *allocator_;
+}
+
+std::string Storage::where() const {
+    if (bound_.load(std::memory_order_acquire))
+        return device_->kernel().path();
+    return device_string(index_);
+}
 
 Storage::~Storage() = default;
 
@@ -180,10 +215,12 @@ StorageTransfers Storage::transfers() const {
 void Storage::commit_locked(StreamId stream) {
     if (resident_.load(std::memory_order_relaxed))
         return;
-    DeviceBlock block = allocator_.allocate(nbytes_, stream, place_);
-    const unsigned chiplet = block ? allocator_.chiplet_of(block.place()) : 0;
-    memory_ =
-        std::make_shared<BlockMemory>(device_->kernel_ptr(), std::move(block), nbytes_, chiplet);
+    DeviceAllocator& allocator = this->allocator();
+    DeviceBlock block = allocator.allocate(nbytes_, stream, place_);
+    const unsigned chiplet = block ? allocator.chiplet_of(block.place()) : 0;
+    // A job using the memory keeps the context (and so the allocator) too.
+    memory_ = std::make_shared<detail::BlockMemory>(device()->kernel_ptr(), std::move(block),
+                                                    nbytes_, chiplet, context_);
     transfers_.commits++;
     detail::explain_commit(id_, nbytes_);
     g_totals.commits.fetch_add(1, std::memory_order_relaxed);
@@ -193,7 +230,7 @@ void Storage::commit_locked(StreamId stream) {
 void Storage::commit() {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!resident_.load(std::memory_order_relaxed))
-        commit_locked(stream_id(device_->default_stream()));
+        commit_locked(stream_id(device()->default_stream()));
 }
 
 std::uint64_t Storage::data_ptr() {
@@ -216,7 +253,7 @@ void Storage::upload_locked(Stream& stream) {
 void Storage::download_locked() {
     std::byte* host = host_.get(false); // overwritten: nothing to read back
     host_.modified();
-    Stream stream = writer_ ? *writer_ : device_->default_stream();
+    Stream stream = writer_ ? *writer_ : device()->default_stream();
     if (nbytes_ != 0)
         copy(stream, CopyEndpoint::of_host(static_cast<void*>(host), nbytes_),
              CopyEndpoint::of(memory_, 0, nbytes_));
@@ -259,7 +296,7 @@ const std::shared_ptr<Memory>& Storage::device_use_slow(Stream& stream, DeviceAc
 
 void Storage::check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const {
     if (offset > nbytes_ || size > nbytes_ - offset)
-        throw Error(Errc::InvalidArgument, operation, device_->kernel().path(), 0,
+        throw Error(Errc::InvalidArgument, operation, where(), 0,
                     "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + size) +
                         ") are outside the storage of " + std::to_string(nbytes_) + " bytes");
 }
@@ -295,9 +332,9 @@ void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
 
 void Storage::record_stream(const Stream& stream) {
     commit();
-    const auto& block = static_cast<const BlockMemory&>(*memory_).block();
+    const auto& block = static_cast<const detail::BlockMemory&>(*memory_).block();
     if (block)
-        allocator_.record_stream(block, stream_fence_source(stream));
+        allocator().record_stream(block, stream_fence_source(stream));
 }
 
 DeviceLayout Storage::device_layout() const {

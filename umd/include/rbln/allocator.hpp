@@ -444,19 +444,28 @@ private:
     std::atomic<unsigned> default_place_{0};
 };
 
-/// The process-wide allocator of logical device @index, made at first use
-/// over the node of Device::get(@index) (a multi-NPU ATOM device: its first
-/// NPU for now, as its streams) with RBLN_ALLOC_CONF read then.  Never
-/// destroyed (as Device::get()'s devices: a fork() child's exit must not
-/// close the parent's buffers).  Thread-safe.
+/// The caching allocator of logical device @index of the process, in the
+/// process's context of that device (with Device::get(@index) and its
+/// host allocator), made at first use over the device's node (a
+/// multi-NPU ATOM device: its first NPU for now, as its streams) with
+/// RBLN_ALLOC_CONF read then.  The first use commits the device mapping
+/// and opens the device (Errc::BadFork in a fork() child of a process that
+/// committed); an allocator already made is returned in a child too (its
+/// copy: statistics and empty_cache() work, new segments are refused).
+/// Never destroyed (as Device::get()'s devices: a fork() child's exit must
+/// not close the parent's buffers).  Thread-safe.
 DeviceAllocator& process_allocator(unsigned index);
 
-/// How process_allocator() makes an allocator.
-using AllocatorFactory = std::function<std::unique_ptr<DeviceAllocator>(unsigned index)>;
-
-/// Tests: makes process_allocator() use @factory (empty: the default) and
-/// drops the allocators made so far, with every block of rbln_alloc.h.
-void reset_process_allocators(AllocatorFactory factory = {});
+/// What the statistics of logical device @index read (memory_stats(),
+/// memory_allocated(), memory_summary(), ... of the result): queries plan,
+/// they do not commit.  Once the device was used, its process_allocator();
+/// before, an empty allocator planned from sysfs (the chiplets the live one
+/// will have, zero everywhere).  Reading it opens no NPU and leaves the
+/// device mapping unfixed, so a process that only read statistics may
+/// still fork() workers that use the device, and later changes to the
+/// mapping variables count.  Errc::NoDevice if @index is not a device of
+/// the plan.  Thread-safe.
+const DeviceAllocator& process_allocator_stats(unsigned index);
 
 /// "20.00 MiB", "512 bytes", ... (PyTorch's format_size).
 std::string format_bytes(std::uint64_t bytes);

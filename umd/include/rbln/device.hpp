@@ -4,7 +4,9 @@
 //
 // Device::get(n) opens logical device n of the process (committing the
 // device mapping, rbln/devices.hpp) once and keeps it for the life of the
-// process; Device::open() wraps any KernelInterface (tests, tools).  A
+// process, in the process's one context of that logical device with its
+// caching allocator and host allocator; Device::open() wraps any
+// KernelInterface (tests, tools).  A
 // logical device of several ATOM NPUs runs its streams on the first NPU of
 // the group for now (work across the group arrives with graph execution).
 //
@@ -26,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "rbln/allocator.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/kernel.hpp"
@@ -60,9 +63,6 @@ public:
     static std::shared_ptr<Device> get(unsigned index);
     /// The calling thread's current device (Runtime::current_device()).
     static std::shared_ptr<Device> current();
-    /// Tests: how get() opens nodes (empty: the real node) and the options
-    /// it uses; drops the devices get() opened so far.
-    static void reset_process_devices(DeviceOpener opener = {}, DeviceOptions options = {});
 
     Device(Key key, std::shared_ptr<KernelInterface> kernel, unsigned index, DeviceOptions options);
     Device(const Device&) = delete;
@@ -86,7 +86,16 @@ public:
     /// Hands every enqueued job to the kernel.
     void flush();
 
-    /// HBM (nullopt: the kernel picks the chiplet).
+    /// The caching allocator of the device's memory (rbln/allocator.hpp):
+    /// for a device of get(), the process allocator of the logical device
+    /// (process_allocator()); for one of open(), an allocator over its own
+    /// node (every chiplet, default configuration), made at first use.
+    DeviceAllocator& allocator();
+    std::shared_ptr<DeviceAllocator> allocator_ptr();
+    /// A block of HBM from allocator() on @chiplet (nullopt: the
+    /// allocator's default place), so it shows in memory_stats(); freed to
+    /// the cache when the last user (a job keeps it too) drops it.
+    /// Errc::OutOfMemory, Errc::BadFork in a forked child.
     std::shared_ptr<Memory> allocate(std::uint64_t size, std::optional<unsigned> chiplet = {});
     /// Pinned host memory (a host GEM buffer, mapped).
     std::shared_ptr<Memory> allocate_host(std::uint64_t size);

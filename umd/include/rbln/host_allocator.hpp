@@ -171,11 +171,10 @@ private:
     std::shared_ptr<detail::HostAllocatorState> s_;
 };
 
-/// The host allocator of logical device @index (Device::get(@index)), made
-/// at first use and never destroyed (as Device::get()'s devices).
+/// The host allocator of logical device @index (Device::get(@index)), in
+/// the process's context of that device: made at first use (which opens
+/// the device) and never destroyed (as Device::get()'s devices).
 HostAllocator& process_host_allocator(unsigned index);
-/// Tests: drops the allocators process_host_allocator() made so far.
-void reset_process_host_allocators();
 
 /// What backs a huge_host_empty() buffer.
 enum class HugeBacking : std::uint8_t {

@@ -17,6 +17,7 @@
 #include "rbln/rbln_alloc.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln::test::c_api_storage_test {
 namespace {

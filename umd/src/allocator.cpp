@@ -44,7 +44,9 @@
 
 #include <unistd.h>
 
+#include "kernel.hpp"
 #include "rbln/allocator.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln {
 

@@ -16,6 +16,7 @@
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
+#include "submitter.hpp"
 
 namespace {
 

@@ -10,8 +10,11 @@
 #include <string>
 #include <unistd.h>
 
+#include "bo_memory.hpp"
 #include "device_state.hpp"
+#include "kernel.hpp"
 #include "rbln/devices.hpp"
+#include "submitter.hpp"
 
 namespace rbln {
 
@@ -224,6 +227,10 @@ const std::shared_ptr<KernelInterface>& Device::kernel_ptr() const noexcept {
 
 Submitter& Device::submitter() noexcept {
     return *s_->submitter;
+}
+
+const std::string& Device::node_path() const noexcept {
+    return s_->kernel->path();
 }
 
 const DeviceOptions& Device::options() const noexcept {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "explain_hooks.hpp"
+#include "kernel.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"

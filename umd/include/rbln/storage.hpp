@@ -74,9 +74,12 @@
 
 #include "rbln/allocator.hpp"
 #include "rbln/devices.hpp"
+#include "rbln/export.h"
 #include "rbln/memory.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/stream.hpp"
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -206,13 +209,14 @@ public:
     bool host_paged_out() const;
 
 private:
-    std::uint64_t offload_write() override;
-    void offload_finish(std::uint64_t token, bool synced) noexcept override;
-    const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
-    void commit_locked(StreamId stream);
-    void upload_locked(Stream& stream);
-    void download_locked();
-    void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
+    RBLN_LOCAL std::uint64_t offload_write() override;
+    RBLN_LOCAL void offload_finish(std::uint64_t token, bool synced) noexcept override;
+    RBLN_LOCAL const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
+    RBLN_LOCAL void commit_locked(StreamId stream);
+    RBLN_LOCAL void upload_locked(Stream& stream);
+    RBLN_LOCAL void download_locked();
+    RBLN_LOCAL void check_range(const char* operation, std::uint64_t offset,
+                                std::uint64_t size) const;
 
     std::shared_ptr<Device> device_;
     DeviceAllocator& allocator_;
@@ -266,3 +270,5 @@ void bind_device_memory(const StorageView& view);
 void set_device_layout_like(const StorageView& target, const StorageView& ref);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "rbln/allocator.hpp"
+#include "segment_provider.hpp"
 
 namespace {
 

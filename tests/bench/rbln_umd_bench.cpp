@@ -61,15 +61,15 @@
 #include <unistd.h>
 #include <vector>
 
+#include "command.hpp"
 #include "drm/rbln_accel.h"
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
-#include "rbln/command.hpp"
+#include "kernel.hpp"
 #include "rbln/device.hpp"
 #include "rbln/discovery.hpp"
-#include "rbln/kernel.hpp"
 #include "rbln/stream.hpp"
-#include "rbln/submitter.hpp"
+#include "submitter.hpp"
 
 namespace {
 

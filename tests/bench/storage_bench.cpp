@@ -37,6 +37,7 @@
 #include "rbln/device.hpp"
 #include "rbln/explain.hpp"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include "rbln/allocator.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/rbln_alloc.h"
+#include "segment_provider.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::allocator_kernel_test {

@@ -20,6 +20,7 @@
 #include "rbln/rbln_offload.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 #include "testing.hpp"
 
 extern "C" int rbln_test_offload_from_c(const char* directory);

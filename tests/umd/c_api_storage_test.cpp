@@ -20,6 +20,7 @@
 #include "rbln/rbln_host.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::c_api_storage_test {

@@ -6,7 +6,7 @@
 
 #include "fake_sysfs.hpp"
 #include "rbln/error.hpp"
-#include "rbln/sysfs.hpp"
+#include "sysfs.hpp"
 
 namespace rbln::test::error_test {
 namespace {

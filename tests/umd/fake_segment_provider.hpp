@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rbln/allocator.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln::test {
 

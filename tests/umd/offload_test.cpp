@@ -30,6 +30,7 @@
 #include "rbln/allocator.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln::test::offload_test {
 namespace {

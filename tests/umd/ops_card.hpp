@@ -13,6 +13,7 @@
 #include "fake_kernel.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln::test {
 

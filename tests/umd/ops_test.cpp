@@ -20,6 +20,7 @@
 #include "rbln/explain.hpp"
 #include "rbln/ops.hpp"
 #include "rbln_fw_cmd.h"
+#include "segment_provider.hpp"
 
 namespace rbln::test::ops_test {
 namespace {

@@ -362,7 +362,7 @@ TEST(VmDevicesChild, DISABLED_UseTheExpectedLogicalDevices) {
         EXPECT_EQ(npu_list(lds[i].npus), groups[i]) << "rbln:" << i;
         devs.push_back(Device::get(i));
         EXPECT_TRUE(rt.committed());
-        EXPECT_EQ(devs[i]->kernel().path(), c[lds[i].physical_ids[0]].accel_node)
+        EXPECT_EQ(devs[i]->node_path(), c[lds[i].physical_ids[0]].accel_node)
             << "rbln:" << i << " runs on the first NPU of its group";
         // Opening the device makes its command and staging buffers:
         // settle them before the HBM baseline below.

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "drm/rbln_accel.h"
-#include "rbln/detail/unique_fd.hpp"
+#include "unique_fd.hpp"
 
 namespace {
 

@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
+#include "kernel.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/explain.hpp"
-#include "rbln/kernel.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/ops.hpp"
 #include "rbln/storage.hpp"

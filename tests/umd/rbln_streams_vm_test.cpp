@@ -23,10 +23,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "command.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/stream.hpp"
+#include "submitter.hpp"
 
 extern char** environ; // NOLINT(readability-redundant-declaration): posix_spawn wants it
 

@@ -30,12 +30,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "command.hpp"
 #include "drm/rbln_accel.h"
-#include "rbln/command.hpp"
-#include "rbln/detail/unique_fd.hpp"
+#include "kernel.hpp"
 #include "rbln/discovery.hpp"
-#include "rbln/kernel.hpp"
-#include "rbln/submitter.hpp"
+#include "submitter.hpp"
+#include "unique_fd.hpp"
 
 namespace rbln::test::submit_paths_vm_test {
 namespace {

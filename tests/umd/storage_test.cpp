@@ -20,6 +20,7 @@
 #include "fake_kernel.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/storage.hpp"
+#include "segment_provider.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::storage_test {

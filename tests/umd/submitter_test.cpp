@@ -16,7 +16,7 @@
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
 #include "rbln/device.hpp"
-#include "rbln/submitter.hpp"
+#include "submitter.hpp"
 
 namespace rbln::test::submitter_test {
 namespace {

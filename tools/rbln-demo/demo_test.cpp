@@ -19,6 +19,7 @@
 #include "dtype.hpp"
 #include "fake_card.hpp"
 #include "reference.hpp"
+#include "segment_provider.hpp"
 #include "workload.hpp"
 
 namespace rbln::demo {

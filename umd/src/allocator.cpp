@@ -45,7 +45,9 @@
 #include <unistd.h>
 
 #include "fork_state.hpp"
+#include "kernel.hpp"
 #include "rbln/allocator.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln {
 

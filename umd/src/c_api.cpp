@@ -21,6 +21,7 @@
 #include "rbln/version.hpp"
 #include "testing.h"
 #include "testing.hpp"
+#include "submitter.hpp"
 
 namespace rbln::capi {
 

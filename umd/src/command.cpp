@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// command.cpp - firmware-iface packet encoding (rbln/command.hpp).
+// command.cpp - firmware-iface packet encoding (command.hpp).
 
-#include "rbln/command.hpp"
+#include "command.hpp"
 
 #include <bit>
 #include <cstring>

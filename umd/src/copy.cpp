@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "bo_memory.hpp"
+#include "command.hpp"
 #include "device_state.hpp"
 #include "explain_hooks.hpp"
 #include "rbln/device.hpp"
 #include "rbln/stream.hpp"
+#include "submitter.hpp"
 
 namespace rbln {
 

@@ -10,9 +10,12 @@
 #include <string>
 
 #include "block_memory.hpp"
+#include "bo_memory.hpp"
 #include "device_state.hpp"
+#include "kernel.hpp"
 #include "process_context.hpp"
 #include "rbln/devices.hpp"
+#include "submitter.hpp"
 
 namespace rbln {
 
@@ -164,6 +167,10 @@ const std::shared_ptr<KernelInterface>& Device::kernel_ptr() const noexcept {
 
 Submitter& Device::submitter() noexcept {
     return *s_->submitter;
+}
+
+const std::string& Device::node_path() const noexcept {
+    return s_->kernel->path();
 }
 
 const DeviceOptions& Device::options() const noexcept {

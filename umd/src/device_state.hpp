@@ -11,13 +11,15 @@
 #include <optional>
 #include <vector>
 
+#include "command.hpp"
 #include "fork_state.hpp"
 #include "rbln/allocator.hpp"
+#include "kernel.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/memory.hpp"
 #include "rbln/stream.hpp"
-#include "rbln/submitter.hpp"
+#include "submitter.hpp"
 
 namespace rbln::detail {
 

@@ -9,10 +9,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "rbln/detail/unique_fd.hpp"
+#include "fw_ctrl.hpp"
 #include "rbln/fdinfo.hpp"
-#include "rbln/fw_ctrl.hpp"
-#include "rbln/sysfs.hpp"
+#include "sysfs.hpp"
+#include "unique_fd.hpp"
 
 namespace rbln {
 

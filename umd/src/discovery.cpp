@@ -8,7 +8,8 @@
 #include <numeric>
 #include <type_traits>
 
-#include "rbln/sysfs.hpp"
+#include "kernel.hpp"
+#include "sysfs.hpp"
 
 namespace rbln {
 

@@ -12,7 +12,8 @@
 #include <tuple>
 #include <utility>
 
-#include "rbln/kernel.hpp"
+#include "kernel.hpp"
+#include "sysfs.hpp"
 
 namespace rbln {
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "process_context.hpp"
+#include "kernel.hpp"
 #include "rbln/device.hpp"
 #include "rbln/error.hpp"
 

@@ -3,7 +3,7 @@
 // io_uring ring is kernel_uring.cpp); the uAPI structs are filled by
 // kernel_uapi.hpp.
 
-#include "rbln/kernel.hpp"
+#include "kernel.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -18,7 +18,7 @@
 
 #include "error_text.hpp"
 #include "kernel_uapi.hpp"
-#include "rbln/detail/unique_fd.hpp"
+#include "unique_fd.hpp"
 
 namespace rbln {
 

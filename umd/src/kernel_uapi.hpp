@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // kernel_uapi.hpp - the one place where librbln's kernel-interface types
-// (rbln/kernel.hpp) become the uAPI structs of drm/rbln_accel.h.  Only the
+// (kernel.hpp) become the uAPI structs of drm/rbln_accel.h.  Only the
 // kernel boundary includes it: kernel_device.cpp (the ioctls) and
 // kernel_uring.cpp (the io_uring commands), so a job reaches the kernel
 // the same way on both paths.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
-#include "rbln/kernel.hpp"
+#include "kernel.hpp"
 
 namespace rbln::detail {
 

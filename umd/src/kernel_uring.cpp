@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// kernel_uring.cpp - KernelDevice's io_uring (rbln/kernel.hpp CommandRing):
+// kernel_uring.cpp - KernelDevice's io_uring (kernel.hpp CommandRing):
 // SQE128/CQE32 rings whose SQEs are the uAPI's uring commands
 // (RBLN_URING_CMD_SUBMIT, _WAIT), filled by kernel_uapi.hpp as the ioctls
 // are; optionally single-issuer or SQPOLL.
@@ -14,8 +14,8 @@
 
 #include <liburing.h>
 
+#include "kernel.hpp"
 #include "kernel_uapi.hpp"
-#include "rbln/kernel.hpp"
 
 namespace rbln {
 

@@ -2,6 +2,8 @@
 // memory.cpp - plain kernel buffers as librbln Memory (rbln/memory.hpp).
 
 #include "rbln/memory.hpp"
+#include "bo_memory.hpp"
+#include "kernel.hpp"
 
 #include <cstdint>
 #include <string>

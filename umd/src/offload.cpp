@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "error_text.hpp"
-#include "rbln/detail/unique_fd.hpp"
+#include "unique_fd.hpp"
 
 namespace rbln {
 

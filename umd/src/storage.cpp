@@ -11,6 +11,7 @@
 #include "block_memory.hpp"
 #include "explain_hooks.hpp"
 #include "process_context.hpp"
+#include "kernel.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"

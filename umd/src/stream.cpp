@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <string>
 
+#include "bo_memory.hpp"
+#include "command.hpp"
 #include "device_state.hpp"
 #include "explain_hooks.hpp"
+#include "kernel.hpp"
+#include "submitter.hpp"
 
 namespace rbln {
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 // submitter.cpp - jobs to rbln.ko over io_uring (or the ioctls), batched,
-// with completions reaped by the threads that wait (rbln/submitter.hpp).
+// with completions reaped by the threads that wait (submitter.hpp).
 
-#include "rbln/submitter.hpp"
+#include "submitter.hpp"
+#include "kernel.hpp"
 
 #include <array>
 #include <cerrno>

@@ -49,6 +49,8 @@
 
 #include <sys/types.h>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// Reads an environment variable: nullopt if unset.
@@ -176,3 +178,5 @@ private:
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -64,14 +64,17 @@
 #include "rbln/memory.hpp"
 #include "rbln/stream.hpp"
 
+// librbln's own (host_allocator.cpp), hidden from librbln.so (rbln/export.h).
+namespace rbln::detail {
+struct HostAllocatorState;
+struct HostSegment;
+} // namespace rbln::detail
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 class Device;
-
-namespace detail {
-struct HostAllocatorState;
-struct HostSegment;
-} // namespace detail
 
 /// How host pages are prepared (tests replace the system calls).
 struct HostPagePolicy {
@@ -235,3 +238,5 @@ HugeHostBuffer huge_host_empty(const std::shared_ptr<Device>& device, std::uint6
 HugeHostBuffer huge_host_empty(std::uint64_t nbytes);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

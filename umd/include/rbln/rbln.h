@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -235,5 +238,7 @@ rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_H */

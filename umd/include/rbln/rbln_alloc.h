@@ -27,6 +27,9 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -126,5 +129,7 @@ rbln_status rbln_memory_summary(int device, const char* title_word, char* buf, s
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_ALLOC_H */

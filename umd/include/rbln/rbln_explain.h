@@ -25,6 +25,9 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -70,5 +73,7 @@ rbln_status rbln_explain_site_pop(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_EXPLAIN_H */

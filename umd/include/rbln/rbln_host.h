@@ -31,6 +31,9 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -81,5 +84,7 @@ rbln_status rbln_huge_host_get_info(const rbln_huge_host* buffer, struct rbln_hu
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_HOST_H */

@@ -27,6 +27,9 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -81,5 +84,7 @@ rbln_status rbln_offload_failure_message(const rbln_offload* scope, size_t index
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_OFFLOAD_H */

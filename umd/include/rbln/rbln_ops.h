@@ -28,6 +28,9 @@
 #include "rbln/rbln.h"
 #include "rbln/rbln_storage.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -76,5 +79,7 @@ rbln_status rbln_op_copy(rbln_stream* stream, const struct rbln_view* dst,
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_OPS_H */

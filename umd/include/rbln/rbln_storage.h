@@ -27,6 +27,9 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -136,5 +139,7 @@ rbln_status rbln_storage_get_info(const rbln_storage* storage, struct rbln_stora
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_STORAGE_H */

@@ -81,9 +81,12 @@
 
 #include "rbln/allocator.hpp"
 #include "rbln/devices.hpp"
+#include "rbln/export.h"
 #include "rbln/memory.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/stream.hpp"
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -227,18 +230,18 @@ public:
 
 private:
     /// Registers @s with its offload scope and commits it if @mode is Eager.
-    static std::shared_ptr<Storage> finish(std::shared_ptr<Storage> s, CommitMode mode);
-    std::uint64_t offload_write() override;
-    void offload_finish(std::uint64_t token, bool synced) noexcept override;
-    const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
-    void commit_locked(StreamId stream);
-    void upload_locked(Stream& stream);
-    void download_locked();
-    void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
+    RBLN_LOCAL static std::shared_ptr<Storage> finish(std::shared_ptr<Storage> s, CommitMode mode);
+    RBLN_LOCAL std::uint64_t offload_write() override;
+    RBLN_LOCAL void offload_finish(std::uint64_t token, bool synced) noexcept override;
+    RBLN_LOCAL const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
+    RBLN_LOCAL void commit_locked(StreamId stream);
+    RBLN_LOCAL void upload_locked(Stream& stream);
+    RBLN_LOCAL void download_locked();
+    RBLN_LOCAL void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
     /// Opens the context's device (once).
-    void bind() const;
+    RBLN_LOCAL void bind() const;
     /// Names the device in messages without opening it.
-    std::string where() const;
+    RBLN_LOCAL std::string where() const;
 
     std::shared_ptr<detail::DeviceContext> context_; ///< null: made on a given device
     mutable std::once_flag bind_once_;
@@ -296,3 +299,5 @@ void bind_device_memory(const StorageView& view);
 void set_device_layout_like(const StorageView& target, const StorageView& ref);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

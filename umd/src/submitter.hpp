@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/submitter.hpp - hands jobs (command buffers) to rbln.ko and learns
-// when they are done: one Submitter per open node (per logical device).
+// submitter.hpp - (internal) hands jobs (command buffers) to rbln.ko and
+// learns when they are done: one Submitter per open node (per logical device).
 //
 // Paths.  The hot path is the node's io_uring (KernelInterface::make_ring):
 // a job is an RBLN_URING_CMD_SUBMIT whose CQE arrives when the job is done
@@ -85,25 +85,11 @@
 #include <string>
 #include <vector>
 
+#include "kernel.hpp"
 #include "rbln/error.hpp"
-#include "rbln/kernel.hpp"
+#include "rbln/submitter_options.hpp"
 
 namespace rbln {
-
-struct SubmitterOptions {
-    bool use_io_uring = true; ///< false: the ioctl path from the start
-    unsigned ring_entries = 256;
-    unsigned batch = 32;          ///< jobs per io_uring_enter (1: every job at once)
-    unsigned max_in_flight = 512; ///< jobs in the kernel at once
-    std::function<void(const std::string&)> warn; ///< empty: stderr, "librbln: ..."
-    /// Only the constructing thread may submit and wait (see the threading
-    /// model above); the ring is then a RingMode::SingleIssuer one.
-    bool single_issuer = false;
-    /// > 0: an SQPOLL ring whose kernel thread polls this many ms after the
-    /// last submission (see SQPOLL above; at most kMaxSqpollIdleMs; not
-    /// with single_issuer: the constructor throws Errc::InvalidArgument).
-    unsigned sqpoll_idle_ms = 0;
-};
 
 /// One job: a command buffer on a queue, the buffers it uses, its syncs.
 struct Job {

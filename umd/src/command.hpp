@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/command.hpp - encodes firmware-iface command packets
+// command.hpp - (internal) encodes firmware-iface command packets
 // (firmware-iface/rbln_fw_cmd.h) into a command buffer.
 //
 // The encoder writes into memory it does not own (the CPU mapping of a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/fw_ctrl.hpp - user-space reader of the firmware-iface control block
-// (firmware-iface/rbln_fw_ctrl.h, spec rbln_fw_ctrl.md): decodes the
+// fw_ctrl.hpp - (internal) user-space reader of the firmware-iface control
+// block (firmware-iface/rbln_fw_ctrl.h, spec rbln_fw_ctrl.md): decodes the
 // little-endian bytes and checks every rule the host applies before it
 // accepts a card.  The decoded value types are public
 // (rbln/diagnostics.hpp, which also reads a dump file).

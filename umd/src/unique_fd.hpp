@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/detail/unique_fd.hpp - owns a file descriptor (implementation detail).
+// unique_fd.hpp - owns a file descriptor (internal to librbln).
 #pragma once
 
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/kernel.hpp - the one narrow interface through which librbln talks to
-// rbln.ko: the ioctls, mmap, and the io_uring command ring (make_ring()).
+// kernel.hpp - (internal to librbln) the one narrow interface through which
+// librbln talks to rbln.ko: the ioctls, mmap, and the io_uring command ring (make_ring()).
 // Its types are librbln's own (typed regions, priorities and flags, jobs
 // as SubmitArgs); the uAPI structs of drm/rbln_accel.h are filled in one
 // place behind it (umd/src/kernel_uapi.hpp, used by KernelDevice and its
@@ -21,9 +21,10 @@
 #include <string_view>
 #include <type_traits>
 
-#include "rbln/detail/unique_fd.hpp"
 #include "rbln/error.hpp"
 #include "rbln/identity.hpp"
+#include "rbln/submitter_options.hpp"
+#include "unique_fd.hpp"
 
 namespace rbln {
 
@@ -187,9 +188,6 @@ struct RingCompletion {
 /// IORING_SETUP_SQPOLL (any thread; a kernel thread issues the SQEs).
 enum class RingMode { AnyThread, SingleIssuer, SqPoll };
 
-/// The longest polling time of an SQPOLL ring's thread librbln accepts (ms).
-inline constexpr unsigned kMaxSqpollIdleMs = 60000;
-
 /// The io_uring (SQE128, CQE32) of an open node, in jobs: push_submit()
 /// and push_wait() fill the SQEs of the uAPI's uring commands
 /// (RBLN_URING_CMD_SUBMIT, _WAIT) from the same SubmitArgs / WaitArgs the
@@ -350,10 +348,7 @@ private:
     long opener_; ///< the process that opened it
 };
 
-/// How discovery opens a node; tests substitute a fake.
-using DeviceOpener = std::function<Result<std::unique_ptr<KernelInterface>>(const std::string&)>;
-
-/// The default opener: KernelDevice::open.
+/// The default opener (rbln/discovery.hpp's DeviceOpener): KernelDevice::open.
 Result<std::unique_ptr<KernelInterface>> open_kernel_device(const std::string& path);
 
 } // namespace rbln

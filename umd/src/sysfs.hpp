@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// rbln/sysfs.hpp - every sysfs and /dev access of librbln goes through a root
-// path, so discovery can run against a fake tree (tests, `rbln-smi --root`).
+// sysfs.hpp - (internal) every sysfs and /dev access of librbln goes through
+// a root path, so discovery can run against a fake tree (tests, `rbln-smi --root`).
 #pragma once
 
 #include <cstdint>
@@ -76,5 +76,14 @@ private:
     std::filesystem::path root_;
     CharDeviceProbe probe_;
 };
+
+struct ClientScan; // rbln/fdinfo.hpp
+
+/// Scans /proc below @sys's root for clients of @driver (fdinfo.cpp; the
+/// public face is scan_clients(const SystemView&), rbln/diagnostics.hpp).
+/// A process or fd that vanishes during the scan is skipped; an absent
+/// /proc gives an empty scan.  Throws only if /proc exists and cannot be
+/// listed.
+ClientScan scan_clients(const Sysfs& sys, std::string_view driver = "rbln");
 
 } // namespace rbln

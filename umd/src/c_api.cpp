@@ -19,9 +19,9 @@
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
+#include "submitter.hpp"
 #include "testing.h"
 #include "testing.hpp"
-#include "submitter.hpp"
 
 namespace rbln::capi {
 

@@ -13,8 +13,8 @@
 
 #include "command.hpp"
 #include "fork_state.hpp"
-#include "rbln/allocator.hpp"
 #include "kernel.hpp"
+#include "rbln/allocator.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/memory.hpp"

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "process_context.hpp"
 #include "kernel.hpp"
+#include "process_context.hpp"
 #include "rbln/device.hpp"
 #include "rbln/error.hpp"
 

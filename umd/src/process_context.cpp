@@ -11,6 +11,7 @@
 
 #include "device_state.hpp"
 #include "fork_state.hpp"
+#include "segment_provider.hpp"
 
 namespace rbln::detail {
 

@@ -10,8 +10,8 @@
 
 #include "block_memory.hpp"
 #include "explain_hooks.hpp"
-#include "process_context.hpp"
 #include "kernel.hpp"
+#include "process_context.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"

@@ -86,15 +86,16 @@
 #include "rbln/offload.hpp"
 #include "rbln/stream.hpp"
 
+// librbln's own (umd/src), hidden from librbln.so (rbln/export.h).
+namespace rbln::detail {
+class DeviceContext;
+} // namespace rbln::detail
+
 #pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
 class Device;
-
-namespace detail {
-class DeviceContext;
-} // namespace detail
 
 /// Element types; the floating-point values are firmware-iface's RBLN_FW_DT_*.
 enum class ElementType : std::uint32_t { U8 = 0, Fp32 = 1, Fp16 = 2, Bf16 = 3 };
@@ -169,8 +170,8 @@ public:
 
     Storage(Key key, std::shared_ptr<Device> device, DeviceAllocator& allocator,
             std::uint64_t nbytes, ElementType type, StorageOptions options);
-    Storage(Key key, std::shared_ptr<detail::DeviceContext> context, std::uint64_t nbytes,
-            ElementType type, StorageOptions options);
+    RBLN_LOCAL Storage(Key key, std::shared_ptr<detail::DeviceContext> context,
+                       std::uint64_t nbytes, ElementType type, StorageOptions options);
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
     Storage(Storage&&) = delete;
@@ -237,7 +238,8 @@ private:
     RBLN_LOCAL void commit_locked(StreamId stream);
     RBLN_LOCAL void upload_locked(Stream& stream);
     RBLN_LOCAL void download_locked();
-    RBLN_LOCAL void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
+    RBLN_LOCAL void check_range(const char* operation, std::uint64_t offset,
+                                std::uint64_t size) const;
     /// Opens the context's device (once).
     RBLN_LOCAL void bind() const;
     /// Names the device in messages without opening it.

@@ -12,12 +12,12 @@
 
 #include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/rbln_alloc.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 
 namespace rbln::test::c_api_storage_test {
 namespace {

@@ -39,8 +39,8 @@
 #include <unistd.h>
 
 #include "drm/rbln_accel.h"
+#include "kernel/unique_fd.hpp"
 #include "rbln_fw_cmd.h"
-#include "unique_fd.hpp"
 
 namespace {
 

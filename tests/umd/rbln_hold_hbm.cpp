@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "drm/rbln_accel.h"
-#include "unique_fd.hpp"
+#include "kernel/unique_fd.hpp"
 
 namespace {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"

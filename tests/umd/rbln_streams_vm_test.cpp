@@ -23,12 +23,12 @@
 #include <unistd.h>
 #include <vector>
 
-#include "command.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/stream.hpp"
-#include "submitter.hpp"
 
 extern char** environ; // NOLINT(readability-redundant-declaration): posix_spawn wants it
 

@@ -30,12 +30,12 @@
 #include <unistd.h>
 #include <vector>
 
-#include "command.hpp"
 #include "drm/rbln_accel.h"
-#include "kernel.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
+#include "kernel/kernel.hpp"
+#include "kernel/unique_fd.hpp"
 #include "rbln/discovery.hpp"
-#include "submitter.hpp"
-#include "unique_fd.hpp"
 
 namespace rbln::test::submit_paths_vm_test {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/memory.hpp"
 
 namespace rbln {

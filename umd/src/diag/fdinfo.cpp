@@ -12,8 +12,8 @@
 #include <tuple>
 #include <utility>
 
-#include "kernel.hpp"
-#include "sysfs.hpp"
+#include "kernel/kernel.hpp"
+#include "kernel/sysfs.hpp"
 
 namespace rbln {
 

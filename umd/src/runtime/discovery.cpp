@@ -8,8 +8,8 @@
 #include <numeric>
 #include <type_traits>
 
-#include "kernel.hpp"
-#include "sysfs.hpp"
+#include "kernel/kernel.hpp"
+#include "kernel/sysfs.hpp"
 
 namespace rbln {
 

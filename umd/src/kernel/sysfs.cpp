@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 // sysfs.cpp - reading sysfs attributes below a (possibly fake) root.
 
-#include "sysfs.hpp"
+#include "kernel/sysfs.hpp"
 
-#include "unique_fd.hpp"
+#include "kernel/unique_fd.hpp"
 
 #include <algorithm>
 #include <array>

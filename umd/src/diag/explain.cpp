@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "explain_hooks.hpp"
+#include "diag/explain_hooks.hpp"
 #include "rbln/error.hpp"
 
 namespace rbln {

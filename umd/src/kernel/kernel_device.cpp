@@ -3,7 +3,7 @@
 // io_uring ring is kernel_uring.cpp); the uAPI structs are filled by
 // kernel_uapi.hpp.
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -16,9 +16,9 @@
 
 #include <xf86drm.h>
 
-#include "error_text.hpp"
-#include "kernel_uapi.hpp"
-#include "unique_fd.hpp"
+#include "kernel/kernel_uapi.hpp"
+#include "kernel/unique_fd.hpp"
+#include "runtime/error_text.hpp"
 
 namespace rbln {
 

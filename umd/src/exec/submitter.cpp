@@ -2,8 +2,8 @@
 // submitter.cpp - jobs to rbln.ko over io_uring (or the ioctls), batched,
 // with completions reaped by the threads that wait (submitter.hpp).
 
-#include "submitter.hpp"
-#include "kernel.hpp"
+#include "exec/submitter.hpp"
+#include "kernel/kernel.hpp"
 
 #include <array>
 #include <cerrno>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // fw_ctrl.cpp - decoding and validating the firmware-iface control block.
 
-#include "fw_ctrl.hpp"
+#include "kernel/fw_ctrl.hpp"
 
 #include <array>
 #include <bit>

@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "explain_hooks.hpp"
-#include "kernel.hpp"
+#include "diag/explain_hooks.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"

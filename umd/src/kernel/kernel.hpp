@@ -21,10 +21,10 @@
 #include <string_view>
 #include <type_traits>
 
+#include "kernel/unique_fd.hpp"
 #include "rbln/error.hpp"
 #include "rbln/identity.hpp"
 #include "rbln/submitter_options.hpp"
-#include "unique_fd.hpp"
 
 namespace rbln {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "command.hpp"
+#include "exec/command.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/explain.hpp"

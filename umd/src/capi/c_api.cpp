@@ -10,13 +10,13 @@
 #include <new>
 #include <string>
 
+#include "exec/submitter.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/error.hpp"
 #include "rbln/version.hpp"
-#include "submitter.hpp"
 
 namespace {
 

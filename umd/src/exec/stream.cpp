@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <string>
 
-#include "bo_memory.hpp"
-#include "command.hpp"
-#include "device_state.hpp"
-#include "explain_hooks.hpp"
-#include "kernel.hpp"
-#include "submitter.hpp"
+#include "diag/explain_hooks.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
+#include "kernel/kernel.hpp"
+#include "memory/bo_memory.hpp"
+#include "runtime/device_state.hpp"
 
 namespace rbln {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // command.cpp - firmware-iface packet encoding (command.hpp).
 
-#include "command.hpp"
+#include "exec/command.hpp"
 
 #include <bit>
 #include <cstring>

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/allocator.hpp"
 
 namespace rbln {

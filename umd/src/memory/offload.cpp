@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "error_text.hpp"
-#include "unique_fd.hpp"
+#include "kernel/unique_fd.hpp"
+#include "runtime/error_text.hpp"
 
 namespace rbln {
 

@@ -10,14 +10,14 @@
 #include <optional>
 #include <vector>
 
-#include "command.hpp"
-#include "fork_state.hpp"
-#include "kernel.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/memory.hpp"
 #include "rbln/stream.hpp"
-#include "submitter.hpp"
+#include "runtime/fork_state.hpp"
 
 namespace rbln::detail {
 

@@ -44,9 +44,9 @@
 
 #include <unistd.h>
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
-#include "segment_provider.hpp"
 
 namespace rbln {
 

@@ -4,7 +4,7 @@
 
 #include "rbln/error.hpp"
 
-#include "error_text.hpp"
+#include "runtime/error_text.hpp"
 
 #include <cerrno>
 #include <cstring>

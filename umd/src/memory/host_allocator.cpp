@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/device.hpp"
 #include "rbln/error.hpp"
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "bo_memory.hpp"
-#include "command.hpp"
-#include "device_state.hpp"
-#include "explain_hooks.hpp"
+#include "diag/explain_hooks.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
+#include "memory/bo_memory.hpp"
 #include "rbln/device.hpp"
 #include "rbln/stream.hpp"
-#include "submitter.hpp"
+#include "runtime/device_state.hpp"
 
 namespace rbln {
 

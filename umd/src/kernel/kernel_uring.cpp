@@ -14,8 +14,8 @@
 
 #include <liburing.h>
 
-#include "kernel.hpp"
-#include "kernel_uapi.hpp"
+#include "kernel/kernel.hpp"
+#include "kernel/kernel_uapi.hpp"
 
 namespace rbln {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 
 namespace rbln::detail {
 

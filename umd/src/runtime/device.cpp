@@ -10,11 +10,11 @@
 #include <string>
 #include <unistd.h>
 
-#include "bo_memory.hpp"
-#include "device_state.hpp"
-#include "kernel.hpp"
+#include "exec/submitter.hpp"
+#include "kernel/kernel.hpp"
+#include "memory/bo_memory.hpp"
 #include "rbln/devices.hpp"
-#include "submitter.hpp"
+#include "runtime/device_state.hpp"
 
 namespace rbln {
 

@@ -9,10 +9,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fw_ctrl.hpp"
+#include "kernel/fw_ctrl.hpp"
+#include "kernel/sysfs.hpp"
+#include "kernel/unique_fd.hpp"
 #include "rbln/fdinfo.hpp"
-#include "sysfs.hpp"
-#include "unique_fd.hpp"
 
 namespace rbln {
 

@@ -85,7 +85,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/error.hpp"
 #include "rbln/submitter_options.hpp"
 

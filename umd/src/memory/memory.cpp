@@ -2,8 +2,8 @@
 // memory.cpp - plain kernel buffers as librbln Memory (rbln/memory.hpp).
 
 #include "rbln/memory.hpp"
-#include "bo_memory.hpp"
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
+#include "memory/bo_memory.hpp"
 
 #include <cstdint>
 #include <string>

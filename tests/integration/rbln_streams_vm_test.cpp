@@ -3,7 +3,7 @@
 // emulated card: runs inside the VM (tools/scripts/test-vm.sh), not under
 // host ctest.  Without an rbln card every test skips with a message.
 //
-//   tools/vm/rbln-vm -q --cards 2 -- build/cmake/tests/umd/rbln_umd_vm_tests
+//   tools/vm/rbln-vm -q --cards 2 -- build/cmake/tests/integration/rbln_umd_vm_tests
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

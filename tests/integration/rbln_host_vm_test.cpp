@@ -7,7 +7,7 @@
 // host.  Runs inside the VM (tools/scripts/test-vm.sh); without an rbln card
 // every test skips with a message.
 //
-//   tools/vm/rbln-vm -q -- build/cmake/tests/umd/rbln_host_vm_tests
+//   tools/vm/rbln-vm -q -- build/cmake/tests/integration/rbln_host_vm_tests
 
 #include <gtest/gtest.h>
 

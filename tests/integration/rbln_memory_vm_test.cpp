@@ -8,7 +8,7 @@
 // reference.  Runs inside the VM (tools/scripts/test-vm.sh), not under host
 // ctest; without an rbln card every test skips with a message.
 //
-//   tools/vm/rbln-vm -q --cards 2 -- build/cmake/tests/umd/rbln_memory_vm_tests
+//   tools/vm/rbln-vm -q --cards 2 -- build/cmake/tests/integration/rbln_memory_vm_tests
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

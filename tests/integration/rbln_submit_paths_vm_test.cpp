@@ -10,7 +10,7 @@
 // VM (tools/scripts/test-vm.sh), not under host ctest; without an rbln
 // card every test skips with a message.
 //
-//   tools/vm/rbln-vm -q --cards 1 -- build/cmake/tests/umd/rbln_submit_paths_vm_tests
+//   tools/vm/rbln-vm -q --cards 1 -- build/cmake/tests/integration/rbln_submit_paths_vm_tests
 
 #include <gtest/gtest.h>
 

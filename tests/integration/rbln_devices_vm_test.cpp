@@ -4,7 +4,8 @@
 // not under host ctest.  Without a card every test skips; the logical
 // device tests also skip unless at least four ATOM NPUs are present.
 //
-//   tools/vm/rbln-vm -q --cards 4 --family atom -- build/cmake/tests/integration/rbln_umd_devices_vm_tests
+//   tools/vm/rbln-vm -q --cards 4 --family atom --
+//       build/cmake/tests/integration/rbln_umd_devices_vm_tests
 //
 // The process-wide mapping is committed once per process from the real
 // environment, so every case that needs its own variables (or a process

@@ -3,7 +3,7 @@
 // librbln talks to rbln.ko: the ioctls, mmap, and the io_uring command ring (make_ring()).
 // Its types are librbln's own (typed regions, priorities and flags, jobs
 // as SubmitArgs); the uAPI structs of drm/rbln_accel.h are filled in one
-// place behind it (umd/src/kernel_uapi.hpp, used by KernelDevice and its
+// place behind it (kernel/kernel_uapi.hpp, used by KernelDevice and its
 // io_uring ring), so the ioctl and io_uring paths hand the kernel the same
 // job.  Tests put a fake behind KernelInterface (tests/umd/fake_kernel.hpp).
 // Every failure is an rbln::Error made by kernel_error(): the operation,
@@ -334,7 +334,7 @@ public:
     WaitResult wait(const WaitArgs& args) override;
     std::uint32_t syncobj_create(std::uint32_t flags) override;
     void syncobj_destroy(std::uint32_t handle) override;
-    /// The real io_uring on this node (umd/src/kernel_uring.cpp).
+    /// The real io_uring on this node (kernel/kernel_uring.cpp).
     Result<std::unique_ptr<CommandRing>> make_ring(unsigned entries, RingMode mode,
                                                    unsigned sq_idle_ms) override;
 

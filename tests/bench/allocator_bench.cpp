@@ -34,8 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
-#include "segment_provider.hpp"
 
 namespace {
 

@@ -61,15 +61,15 @@
 #include <unistd.h>
 #include <vector>
 
-#include "command.hpp"
 #include "drm/rbln_accel.h"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
-#include "kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/device.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/stream.hpp"
-#include "submitter.hpp"
 
 namespace {
 

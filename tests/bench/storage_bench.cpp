@@ -31,13 +31,13 @@
 #include <string>
 #include <thread>
 
-#include "explain_hooks.hpp"
+#include "diag/explain_hooks.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/explain.hpp"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "fuzz_seeds.h"
-#include "fw_ctrl.hpp"
+#include "kernel/fw_ctrl.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/fdinfo.hpp"
 #include "rbln/rbln.h"

@@ -14,10 +14,10 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/rbln_alloc.h"
-#include "segment_provider.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::allocator_kernel_test {

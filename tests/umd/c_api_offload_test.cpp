@@ -15,12 +15,12 @@
 
 #include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/rbln_offload.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 #include "testing.hpp"
 
 extern "C" int rbln_test_offload_from_c(const char* directory);

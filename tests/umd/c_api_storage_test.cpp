@@ -14,13 +14,13 @@
 
 #include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/rbln_alloc.h"
 #include "rbln/rbln_host.h"
 #include "rbln/rbln_storage.h"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::c_api_storage_test {

@@ -13,13 +13,13 @@
 #include <unistd.h>
 #include <vector>
 
-#include "command.hpp"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
 #include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/stream.hpp"
-#include "submitter.hpp"
 #include "testing.hpp"
 
 namespace rbln::test::devices_test {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
-#include "segment_provider.hpp"
 
 namespace rbln::test {
 

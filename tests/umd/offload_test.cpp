@@ -27,10 +27,10 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 
 namespace rbln::test::offload_test {
 namespace {

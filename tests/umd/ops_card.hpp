@@ -11,9 +11,9 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/storage.hpp"
-#include "segment_provider.hpp"
 
 namespace rbln::test {
 

@@ -16,11 +16,11 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/explain.hpp"
 #include "rbln/ops.hpp"
 #include "rbln_fw_cmd.h"
-#include "segment_provider.hpp"
 
 namespace rbln::test::ops_test {
 namespace {

@@ -18,8 +18,8 @@
 #include "cli.hpp"
 #include "dtype.hpp"
 #include "fake_card.hpp"
+#include "memory/segment_provider.hpp"
 #include "reference.hpp"
-#include "segment_provider.hpp"
 #include "workload.hpp"
 
 namespace rbln::demo {

@@ -2,7 +2,7 @@
 // rbln/submitter_options.hpp - how a device hands its jobs to rbln.ko
 // (DeviceOptions::submitter, rbln/device.hpp): the io_uring ring or the
 // ioctls, batching, single-issuer and SQPOLL modes.  The submitter itself
-// is librbln's own (umd/src/submitter.hpp, whose comment gives the
+// is librbln's own (umd/src/exec/submitter.hpp, whose comment gives the
 // threading model these options choose between).
 #pragma once
 

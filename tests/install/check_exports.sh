@@ -59,7 +59,9 @@ fi
 if [ -n "$inc" ]; then
 	for h in "$inc"/rbln/rbln*.h; do
 		while read -r f; do
-			printf '%s\n' "$syms" | grep -qx "$f" ||
+			# A here-string, not a pipe: grep -q stops reading at the first
+			# match, and under pipefail the writer's SIGPIPE would fail the test.
+			grep -qx -- "$f" <<<"$syms" ||
 				{ echo "check_exports: $(basename "$h") declares $f, $lib does not export it" >&2; bad=1; }
 		done < <(sed -nE 's/^[a-z_][a-z0-9_ *]*[ *](rbln_[a-z0-9_]*)\(.*/\1/p' "$h")
 	done

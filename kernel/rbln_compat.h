@@ -187,6 +187,18 @@ static inline u64 rbln_buddy_largest_free(struct rbln_buddy *mm)
 }
 
 /*
+ * io_uring: the completion that carries res2 (the CQE32 extra) is
+ * io_uring_cmd_done() before 6.18 and io_uring_cmd_done32() from 6.18 on.
+ */
+#ifdef HAVE_IO_URING_CMD_DONE_RES2
+#define rbln_io_uring_cmd_done(cmd, ret, res2, issue_flags) \
+	io_uring_cmd_done(cmd, ret, res2, issue_flags)
+#else
+#define rbln_io_uring_cmd_done(cmd, ret, res2, issue_flags) \
+	io_uring_cmd_done32(cmd, ret, res2, issue_flags)
+#endif
+
+/*
  * drm_sched: 6.15 passes drm_sched_init() a struct of arguments, 6.17
  * gives drm_sched_job_init() the DRM client id (both are in 6.12.y stable).
  */

@@ -58,7 +58,7 @@ static int rbln_debugfs_control_block(struct seq_file *m, void *data)
 		kfree(c);
 		return -ENODEV;
 	}
-	memcpy_fromio(c, rdev->ctrl, sizeof(*c));
+	rbln_ctrl_copy(rdev, 0, c, sizeof(*c));
 	drm_dev_exit(idx);
 
 	seq_puts(m, "# identity (card)\n");
@@ -102,19 +102,8 @@ static int rbln_debugfs_control_block(struct seq_file *m, void *data)
 
 	seq_puts(m, "# driver\n");
 	seq_printf(m, "%-18s %s\n", "state", rbln_state_name(rdev));
-	mutex_lock(&rdev->admin_lock);
-	seq_printf(m, "%-18s %u\n", "admin_seq", rdev->admin_seq);
-	seq_printf(m, "%-18s %u/%u phase %u\n", "admin_cq", rdev->cq.idx,
-		   rdev->cq.entries, rdev->cq.phase);
-	seq_printf(m, "%-18s %llu\n", "admin_timeouts", rdev->admin_timeouts);
-	seq_printf(m, "%-18s %llu\n", "admin_stale", rdev->admin_stale);
-	mutex_unlock(&rdev->admin_lock);
-	mutex_lock(&rdev->event_lock);
-	seq_printf(m, "%-18s %u/%u phase %u\n", "event_ring", rdev->ev.idx,
-		   rdev->ev.entries, rdev->ev.phase);
-	seq_printf(m, "%-18s %llu\n", "events", rdev->ev_count);
-	seq_printf(m, "%-18s %llu\n", "events_lost", rdev->ev_lost);
-	mutex_unlock(&rdev->event_lock);
+	rbln_admin_show(rdev, m);
+	rbln_events_show(rdev, m);
 
 	kfree(c);
 	return 0;
@@ -153,7 +142,6 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 	struct rbln_device *rdev = st->rdev;
 	char hdr[96], op, *nl;
 	size_t hlen, n;
-	struct rbln_vm *vm;
 	u32 asid, len;
 	int sasid, slen;
 	u64 va;
@@ -185,16 +173,10 @@ static ssize_t rbln_vm_access_write(struct file *file, const char __user *ubuf,
 	}
 	st->len = 0;
 
-	/* vm_debug_lock keeps the VM from going away under the access. */
-	mutex_lock(&rdev->vm_debug_lock);
-	vm = xa_load(&rdev->vms, asid);
-	ret = vm ? rbln_vm_prepare(vm, va, len) : 0;
-	if (!ret)
-		ret = rbln_fw_debug_access(rdev, asid, op == 'w', va, st->buf, len);
-	mutex_unlock(&rdev->vm_debug_lock);
+	ret = rbln_vm_debug_access(rdev, asid, op == 'w', va, st->buf, len);
 	if (ret == -EFAULT)
 		/* The card posts the fault event before the completion. */
-		rbln_fw_process_events(rdev);
+		rbln_events_process(rdev);
 	if (ret)
 		return ret;
 	if (op == 'r')

@@ -11,7 +11,6 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/dmapool.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -27,7 +26,13 @@
 
 #include "rbln_compat.h"
 #include "rbln_drv.h"
+#include "rbln_job.h"
+#include "rbln_queue.h"
 
+/*
+ * Module parameters, all of them (kernel/README.md has the table).  The
+ * files that use them see the variables through rbln_drv.h.
+ */
 unsigned int rbln_boot_timeout_ms = 5000;
 module_param_named(boot_timeout_ms, rbln_boot_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(boot_timeout_ms,
@@ -47,6 +52,26 @@ unsigned int rbln_release_grace_ms = 1000;
 module_param_named(release_grace_ms, rbln_release_grace_ms, uint, 0644);
 MODULE_PARM_DESC(release_grace_ms,
 		 "How long the jobs of a closed file may still run before the card cancels them, in ms (default 1000)");
+
+unsigned int rbln_heartbeat_timeout_ms = 5000;
+module_param_named(heartbeat_timeout_ms, rbln_heartbeat_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(heartbeat_timeout_ms,
+		 "A ready card whose heartbeat counter stands still this long is faulted, in ms (default 5000, 0: no watchdog)");
+
+bool rbln_ring_poll = true;
+module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
+MODULE_PARM_DESC(ring_poll,
+		 "The 500 ms watchdog also reads the command rings' completions, so a job whose interrupt was lost completes within about 500 ms (default on; off: at job_timeout_ms)");
+
+bool rbln_recovery = true;
+module_param_named(recovery, rbln_recovery, bool, 0644);
+MODULE_PARM_DESC(recovery,
+		 "Reset and recover a faulted card by itself (default on; off: the card stays faulted until rebound)");
+
+bool rbln_host_thp = true;
+module_param_named(host_thp, rbln_host_thp, bool, 0444);
+MODULE_PARM_DESC(host_thp,
+		 "Back host buffers with transparent huge pages where possible (default: Y)");
 
 static char *rbln_ids;
 module_param_named(ids, rbln_ids, charp, 0444);
@@ -74,6 +99,24 @@ const char *rbln_state_name(struct rbln_device *rdev)
 	return rbln_state_names[rbln_get_state(rdev)];
 }
 
+/* The state string of the RBLN_STATE= uevent key (never "unplugged"). */
+const char *rbln_state_str(enum rbln_state state)
+{
+	return rbln_state_names[state];
+}
+
+/* The last fault's code; its reason (NUL-terminated) into @reason. */
+u32 rbln_get_fault(struct rbln_device *rdev, char *reason, size_t len)
+{
+	u32 code;
+
+	spin_lock(&rdev->state_lock);
+	code = rdev->fault_code;
+	strscpy(reason, rdev->fault_reason, len);
+	spin_unlock(&rdev->state_lock);
+	return code;
+}
+
 const char *rbln_family_name(u32 family)
 {
 	switch (family) {
@@ -96,25 +139,6 @@ enum rbln_state rbln_get_state(struct rbln_device *rdev)
 	return state;
 }
 
-/* KOBJ_CHANGE on the PCI device: RBLN_STATE=<state> [RBLN_FAULT_CODE=<n>] */
-static void rbln_uevent(struct rbln_device *rdev, enum rbln_state state,
-			u32 fault_code)
-{
-	char state_env[40];
-	char code_env[40];
-	char *envp[3] = { state_env, NULL, NULL };
-
-	snprintf(state_env, sizeof(state_env), "RBLN_STATE=%s",
-		 rbln_state_names[state]);
-	if (state == RBLN_STATE_FAULT) {
-		snprintf(code_env, sizeof(code_env), "RBLN_FAULT_CODE=%u",
-			 fault_code);
-		envp[1] = code_env;
-	}
-	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
-	rbln_sysfs_notify_state(rdev);
-}
-
 /* Must be called from process context (it may send a uevent). */
 void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
 {
@@ -128,8 +152,8 @@ void rbln_set_state(struct rbln_device *rdev, enum rbln_state state)
 	spin_unlock(&rdev->state_lock);
 
 	if (old != state && announce)
-		rbln_uevent(rdev, state, 0);
-	wake_up_all(&rdev->admin_wq);
+		rbln_sysfs_state_changed(rdev, state, 0);
+	rbln_admin_wake(rdev);
 }
 
 /*
@@ -155,11 +179,11 @@ void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason)
 		drm_err(&rdev->drm, "card fault: code %u (%s): %s\n", code,
 			rbln_fw_fault_name(code), reason);
 		if (announce) {
-			rbln_uevent(rdev, RBLN_STATE_FAULT, code);
+			rbln_sysfs_state_changed(rdev, RBLN_STATE_FAULT, code);
 			rbln_reset_schedule(rdev);
 		}
 	}
-	wake_up_all(&rdev->admin_wq);
+	rbln_admin_wake(rdev);
 }
 
 /*
@@ -206,6 +230,26 @@ static long rbln_compat_ioctl(struct file *filp, unsigned int cmd,
 #endif
 
 /*
+ * At release (the last reference to the file is gone: closed, or its
+ * process killed), before the buffers go.  Nobody can wait for the jobs
+ * the file left any more; what they write may still be seen elsewhere
+ * (shared user pages, exported buffers and syncobjs), so they get
+ * release_grace_ms to finish.  Then the file's address space runs
+ * nothing more (rbln_vm_close()): their fences get -ECANCELED.  So a
+ * job held by a WAIT that nobody will satisfy neither keeps the file's
+ * memory until the job timeout nor costs the other clients of its
+ * chiplet a ring reset.  A 1.2 card has no VM_ABORT: what it holds runs
+ * on as before.
+ */
+static void rbln_file_quiesce(struct rbln_file *rf)
+{
+	unsigned int busy = rbln_queues_wait(rf, rbln_release_grace_ms);
+
+	if (busy)
+		rbln_vm_close(&rf->vm, busy);
+}
+
+/*
  * The last reference to the file is gone: its jobs get release_grace_ms,
  * then the card cancels them, before drm_release() frees the buffers
  * (which waits for the jobs that use them).
@@ -220,7 +264,8 @@ static int rbln_release(struct inode *inode, struct file *filp)
 
 /*
  * Written by hand rather than DEFINE_DRM_ACCEL_FOPS: the stock accel fops
- * have no .show_fdinfo (and, later, no .uring_cmd).
+ * have no .show_fdinfo and no .uring_cmd, and .release must quiesce the
+ * file's jobs first (rbln_release()).
  */
 static const struct file_operations rbln_fops = {
 	.owner = THIS_MODULE,
@@ -298,29 +343,6 @@ static const struct drm_driver rbln_drm_driver = {
 	.patchlevel = RBLN_DRIVER_PATCHLEVEL,
 };
 
-static void rbln_pt_pool_fini(struct drm_device *drm, void *arg)
-{
-	dma_pool_destroy(to_rbln(drm)->pt_pool);
-}
-
-/*
- * Memory: HBM allocators and the page-table pool.  Both live as long as
- * the drm_device (open files may outlive the PCI binding), not the bind.
- */
-static int rbln_mem_init(struct rbln_device *rdev)
-{
-	int ret;
-
-	rdev->pt_pool = dma_pool_create("rbln-pt", &rdev->pdev->dev,
-					RBLN_FW_PAGE_SIZE, RBLN_FW_PAGE_SIZE, 0);
-	if (!rdev->pt_pool)
-		return -ENOMEM;
-	ret = drmm_add_action_or_reset(&rdev->drm, rbln_pt_pool_fini, NULL);
-	if (ret)
-		return ret;
-	return rbln_hbm_init(rdev);
-}
-
 static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 {
 	struct rbln_device *rdev;
@@ -336,27 +358,18 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	rdev->state = RBLN_STATE_INIT;
 	pci_set_drvdata(pdev, rdev);
 	spin_lock_init(&rdev->state_lock);
-	init_waitqueue_head(&rdev->admin_wq);
-	ret = drmm_mutex_init(&rdev->drm, &rdev->admin_lock);
+	/* Locks first: handlers may run as soon as the IRQs are requested. */
+	ret = rbln_admin_init(rdev);
+	if (!ret)
+		ret = rbln_events_init(rdev);
+	if (!ret)
+		ret = rbln_telemetry_init(rdev);
+	if (!ret)
+		ret = rbln_reset_init(rdev);
+	if (!ret)
+		ret = rbln_vms_init(rdev);
 	if (ret)
 		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->event_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->telem_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->vm_debug_lock);
-	if (ret)
-		return ret;
-	ret = drmm_mutex_init(&rdev->drm, &rdev->reset_lock);
-	if (ret)
-		return ret;
-	xa_init_flags(&rdev->vms, XA_FLAGS_ALLOC1);
-	rbln_reset_init(rdev);
-	atomic64_set(&rdev->host_bytes, 0);
-	atomic64_set(&rdev->pinned_bytes, 0);
-	atomic64_set(&rdev->mmu_faults, 0);
 
 	ret = rbln_pci_map(rdev);
 	if (ret)
@@ -370,7 +383,10 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	ret = rbln_fw_init(rdev);
 	if (ret)
 		return ret;
-	ret = rbln_mem_init(rdev);
+	/* Memory lives as long as the drm_device, not the bind. */
+	ret = rbln_vms_alloc(rdev);
+	if (!ret)
+		ret = rbln_hbm_init(rdev);
 	if (ret)
 		goto err_fw;
 	ret = rbln_rings_init(rdev);

@@ -3,25 +3,50 @@
  * rbln: DRM accel driver for rbln NPU cards (firmware-iface v1).
  *
  * One PCI function is one card is one struct rbln_device is one
- * /dev/accel/accelN node.
+ * /dev/accel/accelN node.  The device embeds one state struct per
+ * subsystem, each defined in the subsystem's header and touched by the
+ * subsystem's files only (kernel/README.md lists them); the other files go
+ * through the functions those headers declare.  This header holds the
+ * device, the per-file state, the card state machine, the control-block
+ * accessors and the module parameters.
+ *
+ * Locking
+ * -------
+ * Every lock of the driver, outermost first.  A lock may be taken while
+ * holding the ones above it on its line, never the other way round:
+ *
+ *   reset.lock                 (mutex, struct rbln_reset)
+ *     -> vms.list_lock         (mutex, struct rbln_vms)
+ *       -> bo->lock            (mutex, struct rbln_bo)
+ *         -> vm->lock          (mutex, struct rbln_vm)
+ *           -> admin.lock      (mutex, struct rbln_admin)
+ *             -> events.lock   (mutex, struct rbln_events)
+ *               -> state_lock  (spinlock, struct rbln_device)
+ *   telemetry.lock -> admin.lock
+ *   dma_resv (the job's buffers, ww) -> q->lock (mutex, struct rbln_queue)
+ *   events.lock -> vms.xa's lock -> vm->fault_lock (spinlock, irqsave)
+ *   ring->lock (spinlock, irqsave, hard irq) -> vm->fault_lock, fence_lock
+ *   hbm.chiplet[i].lock (mutex, struct rbln_hbm): takes no other lock
+ *
+ * Not every pair on a line nests in the code (reset.lock -> vm->lock does
+ * in rbln_vm_close() and the recovery, reset.lock -> admin.lock in the
+ * ring reset and the recovery); none nests in the opposite order.
+ * reset.lock is taken through rbln_reset_lock().  Each lock's declaration
+ * says what it protects.  A reference (kref, drm_gem_object_get) keeps an
+ * object alive; the locks only order the changes to it.
  */
 #ifndef RBLN_DRV_H
 #define RBLN_DRV_H
 
-#include <linux/kobject.h>
-#include <linux/mutex.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <linux/wait.h>
-
-#include <linux/dmapool.h>
 #include <linux/xarray.h>
 
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
-#include <drm/drm_gem_shmem_helper.h>
-#include <drm/drm_mm.h>
 
 #include <drm/rbln_accel.h>
 
@@ -30,6 +55,18 @@
 #include "rbln_fw_admin.h"
 #include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
+
+#include "rbln_admin.h"
+#include "rbln_event.h"
+#include "rbln_fw.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
+#include "rbln_pci.h"
+#include "rbln_reset.h"
+#include "rbln_ring.h"
+#include "rbln_sysfs.h"
+#include "rbln_telemetry.h"
+#include "rbln_vm.h"
 
 #if defined(__BIG_ENDIAN)
 #error "rbln: firmware-iface records are little endian; big-endian hosts are not supported"
@@ -54,18 +91,15 @@
 #define RBLN_REG_DOORBELL	0x0c
 #define RBLN_REGS_MIN_SIZE	0x10
 
-/* Entries of each of the three rings; a power of two in 4..4096. */
-#define RBLN_RING_ENTRIES	256
-#define RBLN_RING_REC_SIZE	64
-
-/* How long hwmon may reuse one GET_TELEMETRY answer. */
-#define RBLN_TELEMETRY_CACHE_MS	100
-
-/* Module parameters (rbln_drv.c). */
+/* Module parameters, all defined in rbln_drv.c. */
 extern unsigned int rbln_boot_timeout_ms;
 extern unsigned int rbln_admin_timeout_ms;
 extern unsigned int rbln_job_timeout_ms;
 extern unsigned int rbln_release_grace_ms;
+extern unsigned int rbln_heartbeat_timeout_ms;
+extern bool rbln_ring_poll;
+extern bool rbln_recovery;
+extern bool rbln_host_thp;
 
 /* Driver view of the card; see rbln_state_name() for the sysfs strings. */
 enum rbln_state {
@@ -75,6 +109,8 @@ enum rbln_state {
 	RBLN_STATE_RESETTING,	/* the driver is resetting the card */
 	RBLN_STATE_OFFLINE,	/* the card was reset and is no longer used */
 };
+
+#define RBLN_FAULT_REASON_LEN	64
 
 /* What the driver knows about the card after probe; never changes. */
 struct rbln_identity {
@@ -92,56 +128,7 @@ struct rbln_identity {
 	char fw_version[32];
 };
 
-/* One ring of 64-byte records in coherent host memory. */
-struct rbln_ring {
-	void *va;
-	dma_addr_t dma;
-	u32 entries;
-	u32 idx;	/* SQ: host tail; CQ/event: host head */
-	u32 phase;	/* CQ/event: phase a new record carries */
-};
-
-struct rbln_sysfs_node;
-
-/* One chiplet's HBM (rbln_hbm.c). */
-struct rbln_hbm {
-	struct mutex lock;		/* serialises the buddy allocator */
-	struct rbln_buddy mm;		/* offsets relative to the region */
-	u64 bar_offset;			/* region start in BAR2 (card address) */
-	u64 size;
-	bool ready;
-};
-
-/*
- * Device VA layout of every VM: nothing below 4 GiB (catches small and
- * NULL-based addresses), 48-bit addresses above.
- */
-#define RBLN_VA_START		BIT_ULL(32)
-#define RBLN_VA_END		BIT_ULL(RBLN_FW_VA_BITS)
-
-struct rbln_pt;
-
-/* A client's device address space (rbln_vm.c, rbln_mmu.c). */
-struct rbln_vm {
-	struct rbln_device *rdev;
-	struct mutex lock;		/* mm, page tables, bound */
-	struct drm_mm mm;		/* VA allocator */
-	struct rbln_pt *root;
-	u32 asid;
-	bool bound;			/* the card knows the root */
-	bool closed;			/* its file is gone: run no more jobs */
-	u64 mapped_bytes;
-
-	/* MMU faults, under fault_lock (the event thread writes them) */
-	spinlock_t fault_lock;
-	u32 flags;			/* RBLN_VM_* of the uAPI */
-	u64 fault_count;
-	u64 fault_va;
-	u32 fault_access;
-	u32 fault_reason;
-};
-
-/* Per open file. */
+/* Per open file: a client. */
 struct rbln_file {
 	struct rbln_device *rdev;
 	struct rbln_vm vm;
@@ -149,217 +136,41 @@ struct rbln_file {
 	atomic64_t busy_ns[RBLN_FW_MAX_CHIPLETS];	/* card time of its jobs */
 };
 
-/* Entries of each command ring. */
-#define RBLN_CMD_RING_ENTRIES	256
-
-/* A chiplet's command ring (rbln_job.c). */
-struct rbln_cmd_ring {
-	struct rbln_device *rdev;
-	u32 index;
-	u32 entries;
-	struct rbln_fw_job *jobs;
-	dma_addr_t jobs_dma;
-	struct rbln_fw_job_cpl *cpls;
-	dma_addr_t cpls_dma;
-	struct rbln_fw_ring_ctrl *ctrl;
-	dma_addr_t ctrl_dma;
-
-	spinlock_t lock;		/* everything below */
-	spinlock_t fence_lock;		/* of the hardware fences */
-	u32 tail;
-	u32 cpl_head;
-	u32 cpl_phase;
-	u64 hw_seqno;
-	u64 fence_context;
-	struct list_head pending;	/* struct rbln_job, in ring order */
-	bool up;			/* RING_SETUP done */
-	bool recovering;
-	u64 resets;
-	u64 bad_cpls;
-	u64 cpls_polled;		/* jobs retired by the watchdog's poll */
-	u64 busy_base;			/* busy_ns of the ring's earlier set-ups */
-
-	struct drm_gpu_scheduler sched;
-	bool sched_ready;
-};
-
-/* A queue: a scheduler entity over some rings (rbln_queue.c). */
-struct rbln_queue {
-	struct kref ref;
-	struct rbln_file *rf;
-	u32 id;
-	struct drm_sched_entity entity;
-	/* The entity keeps a pointer to this list: it lives as long. */
-	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
-	struct mutex lock;		/* arm + push order, last_seqno, recent */
-	u64 last_seqno;
-	/* Finished fences of the last RBLN_QUEUE_HISTORY jobs, by seqno. */
-	struct dma_fence **recent;
-};
-
-/* Buffers a job lists without an allocation of their own. */
-#define RBLN_JOB_INLINE_BOS	4
-
-struct rbln_job {
-	struct drm_sched_job base;
-	struct rbln_queue *queue;
-	struct rbln_vm *vm;
-	struct rbln_cmd_ring *ring;	/* set by run_job */
-	u32 asid;
-	u32 cmd_size;
-	u64 cmd_va;
-	u64 queue_seqno;
-	u64 hw_seqno;
-	struct dma_fence *hw_fence;
-	struct list_head ring_link;	/* in ring->pending */
-	struct drm_gem_object **bos;	/* inline_bos or allocated */
-	unsigned int bo_count;
-	struct drm_gem_object *inline_bos[RBLN_JOB_INLINE_BOS];
-};
-
-static inline struct rbln_job *to_rbln_job(struct drm_sched_job *job)
-{
-	return container_of(job, struct rbln_job, base);
-}
-
 static inline struct rbln_file *to_rbln_file(struct drm_file *file)
 {
 	return file->driver_priv;
 }
 
-enum rbln_bo_kind {
-	RBLN_BO_KIND_HOST,	/* GEM shmem */
-	RBLN_BO_KIND_HBM,	/* buddy blocks of one chiplet */
-	RBLN_BO_KIND_USERPTR,	/* pinned user pages */
-	RBLN_BO_KIND_IMPORT,	/* a foreign dma-buf's sg_table */
-};
-
-/*
- * A buffer object.  Every kind embeds the shmem object so that one type
- * covers all of them; only host buffers use its shmem part.
- */
-struct rbln_bo {
-	struct drm_gem_shmem_object shmem;
-	enum rbln_bo_kind kind;
-	u32 flags;			/* RBLN_BO_* of the uAPI */
-	u32 chiplet;			/* HBM */
-
-	struct mutex lock;		/* vmas, dev_sgt */
-	struct list_head vmas;		/* struct rbln_vma, one per VM */
-	struct sg_table *dev_sgt;	/* DMA addresses for the card */
-
-	struct list_head blocks;	/* HBM: buddy blocks */
-
-	/* userptr */
-	struct page **pages;
-	unsigned long npages;
-	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
-	struct sg_table *pin_sgt;
-
-	/* import */
-	struct sg_table *import_sgt;
-};
-
-static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
-{
-	return container_of(obj, struct rbln_bo, shmem.base);
-}
-
-/* A buffer's place in one VM. */
-struct rbln_vma {
-	struct list_head bo_link;	/* in rbln_bo.vmas */
-	struct rbln_bo *bo;
-	struct rbln_vm *vm;
-	struct drm_mm_node node;	/* VA range, under vm->lock */
-	unsigned int handles;		/* handles of this VM's file */
-	bool mapped;			/* page-table entries written */
-};
-
 struct rbln_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
 
-	void __iomem *regs;	/* BAR0 */
-	void __iomem *ctrl;	/* BAR2, control region only */
+	void __iomem *regs;		/* BAR0 (rbln_pci.c) */
+	void __iomem *ctrl;		/* BAR2, control region only */
 
-	struct rbln_identity id;
+	struct rbln_identity id;	/* rbln_fw.c, at probe */
 
-	/* IRQs: admin completions and events (rbln_pci.c) */
-	int irq_admin;
-	int irq_event;
-	bool irqs_requested;
-
-	/* state, protected by state_lock */
+	/*
+	 * Protects state, fault_code, fault_reason and announce: the card
+	 * state machine of rbln_drv.c.
+	 */
 	spinlock_t state_lock;
 	enum rbln_state state;
 	u32 fault_code;
-	char fault_reason[64];
+	char fault_reason[RBLN_FAULT_REASON_LEN];
 	bool announce;		/* probe finished: state changes send uevents */
 
-	/* firmware: set once the card may hold our ring addresses */
-	bool fw_touched;
-	bool fw_down;
-	u32 host_gen;
-
-	/* admin ring (rbln_fw.c), everything below under admin_lock */
-	struct mutex admin_lock;
-	wait_queue_head_t admin_wq;
-	struct rbln_ring sq;
-	struct rbln_ring cq;
-	u32 admin_seq;
-	void *admin_buf;	/* PAGE_SIZE, data of the current request */
-	dma_addr_t admin_buf_dma;
-	u64 admin_timeouts;
-	u64 admin_stale;
-
-	/* event ring, under event_lock */
-	struct mutex event_lock;
-	struct rbln_ring ev;
-	bool ev_seq_valid;
-	u32 ev_last_seq;
-	u64 ev_count;
-	u64 ev_lost;
-	u64 last_heartbeat;
-
-	/* hwmon telemetry cache, under telem_lock */
-	struct mutex telem_lock;
-	unsigned long telem_stamp;	/* jiffies */
-	bool telem_valid;
-	struct rbln_fw_telemetry telem;
-
-	/* memory (rbln_hbm.c, rbln_vm.c, rbln_gem.c, rbln_userptr.c) */
-	struct rbln_hbm hbm[RBLN_FW_MAX_CHIPLETS];
-	void __iomem *hbm_wc;		/* all HBM apertures, write-combined */
-	u64 hbm_wc_start;		/* BAR offset hbm_wc maps */
-	resource_size_t bar_phys;	/* bus address of BAR2 */
-	struct dma_pool *pt_pool;	/* page-table pages */
-	struct xarray vms;		/* asid -> struct rbln_vm */
-	struct mutex vm_debug_lock;	/* debug access vs. VM teardown */
-	atomic64_t host_bytes;
-	atomic64_t pinned_bytes;
-	atomic64_t mmu_faults;
-
-	/* command rings (rbln_job.c) */
-	int irq_ring;
-	bool irq_ring_ok;		/* vector and firmware-iface 1.2 */
-	struct rbln_cmd_ring rings[RBLN_FW_MAX_CHIPLETS];
-	u32 ring_count;
-
-	/* whole-card recovery (rbln_reset.c) */
-	struct mutex reset_lock;	/* ring resets vs. card recovery */
-	struct work_struct recover_work;
-	bool recover_failed;
-	bool recover_queued;		/* a recovery will run */
-	u64 card_resets;
-	struct delayed_work watchdog;
-	unsigned long wd_stamp;		/* jiffies the heartbeat last moved */
-	u64 wd_beat;
-	u64 heartbeat_losses;
-
-	/* sysfs (rbln_sysfs.c) */
-	struct rbln_sysfs_node *sysfs_card;
-	struct rbln_sysfs_node *sysfs_chiplet[RBLN_FW_MAX_CHIPLETS];
-	struct device *hwmon;
+	struct rbln_irqs irqs;		/* rbln_pci.c */
+	struct rbln_fw fw;		/* rbln_fw.c */
+	struct rbln_admin admin;	/* rbln_admin.c */
+	struct rbln_events events;	/* rbln_event.c */
+	struct rbln_telemetry telemetry; /* rbln_telemetry.c */
+	struct rbln_hbm_mem hbm;	/* rbln_hbm.c */
+	struct rbln_vms vms;		/* rbln_vm.c, rbln_mmu.c */
+	struct rbln_gem_stats gem;	/* rbln_gem.c, rbln_userptr.c */
+	struct rbln_rings rings;	/* rbln_ring.c */
+	struct rbln_reset reset;	/* rbln_reset.c */
+	struct rbln_sysfs sysfs;	/* rbln_sysfs.c */
 };
 
 static inline struct rbln_device *to_rbln(struct drm_device *drm)
@@ -368,6 +179,20 @@ static inline struct rbln_device *to_rbln(struct drm_device *drm)
 }
 
 #define rbln_ctrl_off(field) offsetof(struct rbln_fw_ctrl, field)
+
+/*
+ * The control block (firmware-iface rbln_fw_ctrl.h) is read and written
+ * through these only; @off is rbln_ctrl_off(field).
+ */
+static inline u16 rbln_ctrl_rd16(struct rbln_device *rdev, size_t off)
+{
+	return ioread16(rdev->ctrl + off);
+}
+
+static inline void rbln_ctrl_wr16(struct rbln_device *rdev, size_t off, u16 val)
+{
+	iowrite16(val, rdev->ctrl + off);
+}
 
 static inline u32 rbln_ctrl_rd32(struct rbln_device *rdev, size_t off)
 {
@@ -379,158 +204,40 @@ static inline void rbln_ctrl_wr32(struct rbln_device *rdev, size_t off, u32 val)
 	iowrite32(val, rdev->ctrl + off);
 }
 
-/* Kernel pointer to BAR2 offset @off inside the HBM apertures. */
-static inline void __iomem *rbln_hbm_io(struct rbln_device *rdev, u64 off)
+static inline u64 rbln_ctrl_rd64(struct rbln_device *rdev, size_t off)
 {
-	return rdev->hbm_wc + (off - rdev->hbm_wc_start);
+	return readq(rdev->ctrl + off);
 }
 
-/* rbln_drv.c */
+static inline void rbln_ctrl_wr64(struct rbln_device *rdev, size_t off, u64 val)
+{
+	writeq(val, rdev->ctrl + off);
+}
+
+/* Copies @len bytes at @off of the control block (all of it: 0, size). */
+static inline void rbln_ctrl_copy(struct rbln_device *rdev, size_t off,
+				  void *buf, size_t len)
+{
+	memcpy_fromio(buf, rdev->ctrl + off, len);
+}
+
+/* rbln_drv.c: the card state machine */
 const char *rbln_state_name(struct rbln_device *rdev);
+const char *rbln_state_str(enum rbln_state state);
 const char *rbln_family_name(u32 family);
 enum rbln_state rbln_get_state(struct rbln_device *rdev);
 void rbln_set_state(struct rbln_device *rdev, enum rbln_state state);
 void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason);
+u32 rbln_get_fault(struct rbln_device *rdev, char *reason, size_t len);
 
-/* rbln_pci.c */
-int rbln_pci_map(struct rbln_device *rdev);
-int rbln_pci_setup_irqs(struct rbln_device *rdev);
-void rbln_pci_free_irqs(struct rbln_device *rdev);
-void rbln_doorbell(struct rbln_device *rdev, u32 vector);
-
-/* rbln_fw.c */
-int rbln_fw_check_identity(struct rbln_device *rdev);
-int rbln_fw_init(struct rbln_device *rdev);
-void rbln_fw_fini(struct rbln_device *rdev);
-void rbln_fw_admin_irq(struct rbln_device *rdev);
-void rbln_fw_process_events(struct rbln_device *rdev);
-int rbln_fw_get_telemetry(struct rbln_device *rdev, struct rbln_fw_telemetry *t);
-const char *rbln_fw_fault_name(u32 code);
-
-/* rbln_info.c */
+/* Entry points of the other files */
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
-			struct drm_file *file);
-
-/* rbln_sysfs.c */
-int rbln_sysfs_init(struct rbln_device *rdev);
-void rbln_sysfs_fini(struct rbln_device *rdev);
-void rbln_sysfs_notify_state(struct rbln_device *rdev);
-int rbln_telemetry_cached(struct rbln_device *rdev, struct rbln_fw_telemetry *t);
-
-/* rbln_debugfs.c */
-void rbln_debugfs_init(struct rbln_device *rdev);
-
-/* rbln_fw.c: memory-management requests */
-int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root);
-int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid);
-int rbln_fw_vm_abort(struct rbln_device *rdev, u32 asid);
-int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size);
-int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
-			 u64 va, void *buf, u32 len);
-
-/* rbln_hbm.c */
-int rbln_hbm_init(struct rbln_device *rdev);
-int rbln_hbm_alloc(struct rbln_device *rdev, u32 chiplet, u64 size,
-		   struct list_head *blocks);
-void rbln_hbm_free(struct rbln_device *rdev, u32 chiplet,
-		   struct list_head *blocks);
-int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet);
-void rbln_hbm_stats(struct rbln_device *rdev, u32 chiplet, u64 *used,
-		    u64 *largest_free);
-
-/* rbln_mmu.c */
-struct rbln_pt *rbln_pt_alloc(struct rbln_device *rdev);
-void rbln_pt_free_tree(struct rbln_device *rdev, struct rbln_pt *root);
-dma_addr_t rbln_pt_dma(struct rbln_pt *pt);
-int rbln_pt_map(struct rbln_vm *vm, u64 va, u64 addr, u64 len, u64 pte_flags);
-void rbln_pt_unmap(struct rbln_vm *vm, u64 va, u64 len);
-
-/* rbln_vm.c */
-int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm);
-void rbln_vm_fini(struct rbln_vm *vm);
-int rbln_vm_bind_locked(struct rbln_vm *vm);
-bool rbln_vm_request_failed(struct rbln_device *rdev, int ret);
-int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len);
-void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
-		       u32 access, u32 reason);
-int rbln_vma_add(struct rbln_bo *bo, struct rbln_vm *vm);
-void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm);
-struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm);
-int rbln_vma_populate_locked(struct rbln_vma *vma);
-
-/* rbln_gem.c */
-void rbln_gemfs_init(void);
-void rbln_gemfs_fini(void);
-extern const struct drm_gem_object_funcs rbln_host_funcs;
-struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
-					      size_t size);
-struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
-					     struct dma_buf *dma_buf);
-struct drm_gem_object *
-rbln_gem_prime_import_sg_table(struct drm_device *drm,
-			       struct dma_buf_attachment *attach,
-			       struct sg_table *sgt);
-struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
-			      enum rbln_bo_kind kind,
-			      const struct drm_gem_object_funcs *funcs);
-int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
-		    u64 *va);
-struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo);
-int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
-			 struct drm_file *file);
-int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
-		       struct drm_file *file);
-
-/* rbln_userptr.c */
-int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
-			  struct drm_file *file);
-
-/* rbln_fw.c: rings */
-int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
-		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl);
-int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring);
-
-/* rbln_reset.c */
-void rbln_reset_init(struct rbln_device *rdev);
-void rbln_reset_schedule(struct rbln_device *rdev);
-void rbln_watchdog_start(struct rbln_device *rdev);
-void rbln_reset_fini(struct rbln_device *rdev);
-int rbln_fw_restart(struct rbln_device *rdev);
-
-/* rbln_job.c */
-void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err);
-int rbln_ring_restart(struct rbln_cmd_ring *ring, int err);
-void rbln_ring_sched_resume(struct rbln_cmd_ring *ring);
-u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring);
-int rbln_rings_init(struct rbln_device *rdev);
-void rbln_rings_irq(struct rbln_device *rdev);
-void rbln_ring_process(struct rbln_cmd_ring *ring);
-void rbln_rings_poll(struct rbln_device *rdev);
-
-/* rbln_queue.c */
-int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
-			    struct drm_file *file);
-int rbln_ioctl_queue_destroy(struct drm_device *drm, void *data,
-			     struct drm_file *file);
-int rbln_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
-int rbln_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
-int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
-		struct dma_fence **fence_out);
-struct dma_fence *rbln_wait_fence(struct drm_file *file,
-				  const struct drm_rbln_wait *args);
-void rbln_queues_fini(struct rbln_file *rf);
-void rbln_file_quiesce(struct rbln_file *rf);
-void rbln_queue_put(struct rbln_queue *q);
-void rbln_job_put_resources(struct rbln_job *job);
-
-/* rbln_uring.c */
+			struct drm_file *file);		/* rbln_info.c */
+void rbln_debugfs_init(struct rbln_device *rdev);	/* rbln_debugfs.c */
+void rbln_show_fdinfo(struct drm_printer *p,
+		      struct drm_file *file);		/* rbln_fdinfo.c */
 struct io_uring_cmd;
-int rbln_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
-
-/* rbln_sysfs.c */
-void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring);
-
-/* rbln_fdinfo.c */
-void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file);
+int rbln_uring_cmd(struct io_uring_cmd *cmd,
+		   unsigned int issue_flags);		/* rbln_uring.c */
 
 #endif /* RBLN_DRV_H */

@@ -82,13 +82,11 @@ void rbln_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	drm_print_memory_stats(p, &stats[RBLN_FDINFO_HOST],
 			       DRM_GEM_OBJECT_RESIDENT, "memory");
 
-	spin_lock_irq(&rf->vm.fault_lock);
-	faults = rf->vm.fault_count;
-	spin_unlock_irq(&rf->vm.fault_lock);
+	faults = rbln_vm_fault_count(&rf->vm);
 	drm_printf(p, "rbln-pinned-memory:\t%llu KiB\n", pinned >> 10);
-	drm_printf(p, "rbln-asid:\t%u\n", rf->vm.asid);
+	drm_printf(p, "rbln-asid:\t%u\n", rbln_vm_asid(&rf->vm));
 	drm_printf(p, "rbln-mmu-faults:\t%llu\n", faults);
-	for (i = 0; i < rdev->ring_count; i++)
+	for (i = 0; i < rbln_rings_count(rdev); i++)
 		drm_printf(p, "drm-engine-chiplet%u:\t%llu ns\n", i,
 			   (u64)atomic64_read(&rf->busy_ns[i]));
 }

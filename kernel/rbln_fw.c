@@ -1,29 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rbln: firmware-iface v1 - identity, boot handshake, reset, admin ring
- * and event ring (firmware-iface/rbln_fw_ctrl.md, rbln_fw_admin.md).
- *
- * Completion state always comes from memory (phase bits and sequence
- * numbers); an interrupt only wakes whoever waits, because interrupts can
- * merge and the ones raised before MSI-X was enabled are lost.
+ * rbln: the card's firmware through its control block
+ * (firmware-iface/rbln_fw_ctrl.md) - identity check, boot handshake,
+ * reset, shutdown, restart after a fault, and bring-up.  The admin and
+ * event rings are in rbln_admin.c and rbln_event.c.
  */
 #include <linux/build_bug.h>
 #include <linux/delay.h>
-#include <linux/dma-mapping.h>
-#include <linux/io.h>
-#include <linux/io-64-nonatomic-lo-hi.h>
-#include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/minmax.h>
 #include <linux/pci.h>
-#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#include <drm/drm_drv.h>
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_admin.h"
+#include "rbln_event.h"
+#include "rbln_fw.h"
 
 /* The contract's layout, as the spec fixes it. */
 static_assert(sizeof(struct rbln_fw_ctrl) == 0x1000);
@@ -43,7 +38,7 @@ static_assert(offsetof(struct rbln_fw_ctrl, event_head) == 0x180);
 static_assert(sizeof(struct rbln_fw_admin_req) == RBLN_RING_REC_SIZE);
 static_assert(sizeof(struct rbln_fw_admin_cpl) == RBLN_RING_REC_SIZE);
 static_assert(sizeof(struct rbln_fw_event) == RBLN_RING_REC_SIZE);
-/* rbln_ring_peek() finds the phase bit at the same place in both. */
+/* rbln_rec_ring_peek() finds the phase bit at the same place in both. */
 static_assert(offsetof(struct rbln_fw_admin_cpl, flags) == 6);
 static_assert(offsetof(struct rbln_fw_event, flags) == 6);
 /* A power of two in MIN..MAX (the divisions are non-zero iff in range). */
@@ -51,25 +46,7 @@ static_assert(RBLN_RING_ENTRIES / RBLN_FW_RING_MIN_ENTRIES &&
 	      RBLN_FW_RING_MAX_ENTRIES / RBLN_RING_ENTRIES &&
 	      !(RBLN_RING_ENTRIES & (RBLN_RING_ENTRIES - 1)));
 
-/* While waiting for a completion, memory is re-checked at least this often. */
-#define RBLN_ADMIN_POLL_MS	10
-
-/* One admin request and its answer. */
-struct rbln_admin_cmd {
-	u16 opcode;
-	u32 args[10];
-	void *data;		/* answer buffer, or NULL */
-	u32 data_size;		/* bytes offered to the card (<= PAGE_SIZE) */
-	const void *in;		/* if set: data_size bytes the card reads */
-	/*
-	 * The host frees or reuses memory on the answer (MMU changes): no
-	 * signal ends the wait, only the admin timeout or a card fault.
-	 */
-	bool must_complete;
-	/* out */
-	u32 data_len;		/* bytes the card wrote */
-	u64 result[6];
-};
+/* ---- names and the fault record ---------------------------------------- */
 
 const char *rbln_fw_fault_name(u32 code)
 {
@@ -89,7 +66,7 @@ const char *rbln_fw_fault_name(u32 code)
 	}
 }
 
-static const char *rbln_fw_status_name(u16 status)
+const char *rbln_fw_status_name(u16 status)
 {
 	switch (status) {
 	case RBLN_FW_ST_OK:
@@ -113,12 +90,13 @@ static const char *rbln_fw_status_name(u16 status)
 	}
 }
 
-static void rbln_fw_read_reason(struct rbln_device *rdev, char *buf, size_t len)
+/* The control block's fault_reason, NUL-terminated, into @buf. */
+void rbln_fw_read_reason(struct rbln_device *rdev, char *buf, size_t len)
 {
 	size_t n = min_t(size_t, len - 1,
 			 sizeof_field(struct rbln_fw_ctrl, fault_reason));
 
-	memcpy_fromio(buf, rdev->ctrl + rbln_ctrl_off(fault_reason), n);
+	rbln_ctrl_copy(rdev, rbln_ctrl_off(fault_reason), buf, n);
 	buf[n] = '\0';
 }
 
@@ -196,8 +174,8 @@ int rbln_fw_check_identity(struct rbln_device *rdev)
 			 magic, RBLN_FW_MAGIC);
 		return -ENODEV;
 	}
-	major = ioread16(rdev->ctrl + rbln_ctrl_off(iface_major));
-	minor = ioread16(rdev->ctrl + rbln_ctrl_off(iface_minor));
+	major = rbln_ctrl_rd16(rdev, rbln_ctrl_off(iface_major));
+	minor = rbln_ctrl_rd16(rdev, rbln_ctrl_off(iface_minor));
 	if (major != RBLN_FW_IFACE_MAJOR) {
 		dev_info(dev, "firmware-iface %u.%u not supported (driver speaks %u.x)\n",
 			 major, minor, RBLN_FW_IFACE_MAJOR);
@@ -212,7 +190,7 @@ int rbln_fw_check_identity(struct rbln_device *rdev)
 	c = kmalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
-	memcpy_fromio(c, rdev->ctrl, sizeof(*c));
+	rbln_ctrl_copy(rdev, 0, c, sizeof(*c));
 
 	bad = rbln_fw_bad_ctrl(rdev, c);
 	if (bad) {
@@ -261,7 +239,7 @@ static int rbln_fw_wait_state(struct rbln_device *rdev, u32 want,
 		*last = st;
 		if (st == want &&
 		    (want != RBLN_FW_STATE_READY ||
-		     rbln_ctrl_rd32(rdev, rbln_ctrl_off(host_ack)) == rdev->host_gen))
+		     rbln_ctrl_rd32(rdev, rbln_ctrl_off(host_ack)) == rdev->fw.host_gen))
 			return 0;
 		if (st == RBLN_FW_STATE_FAULT && want == RBLN_FW_STATE_READY)
 			return -EIO;
@@ -318,6 +296,7 @@ static void rbln_fw_log_fault(struct rbln_device *rdev, const char *when)
 static int rbln_fw_boot(struct rbln_device *rdev)
 {
 	unsigned int timeout = rbln_boot_timeout_ms;
+	dma_addr_t sq, cq;
 	u32 st, gen;
 	int ret;
 
@@ -343,21 +322,23 @@ static int rbln_fw_boot(struct rbln_device *rdev)
 	gen = rbln_ctrl_rd32(rdev, rbln_ctrl_off(host_gen)) + 1;
 	if (!gen)
 		gen = 1;
-	rdev->host_gen = gen;
+	rdev->fw.host_gen = gen;
 
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(ring_entries), RBLN_RING_ENTRIES);
-	writeq(rdev->sq.dma, rdev->ctrl + rbln_ctrl_off(admin_sq_addr));
-	writeq(rdev->cq.dma, rdev->ctrl + rbln_ctrl_off(admin_cq_addr));
-	writeq(rdev->ev.dma, rdev->ctrl + rbln_ctrl_off(event_ring_addr));
-	iowrite16(RBLN_FW_IFACE_MAJOR, rdev->ctrl + rbln_ctrl_off(host_iface_major));
-	iowrite16(RBLN_FW_IFACE_MINOR, rdev->ctrl + rbln_ctrl_off(host_iface_minor));
+	rbln_admin_ring_dma(rdev, &sq, &cq);
+	rbln_ctrl_wr64(rdev, rbln_ctrl_off(admin_sq_addr), sq);
+	rbln_ctrl_wr64(rdev, rbln_ctrl_off(admin_cq_addr), cq);
+	rbln_ctrl_wr64(rdev, rbln_ctrl_off(event_ring_addr),
+		       rbln_events_ring_dma(rdev));
+	rbln_ctrl_wr16(rdev, rbln_ctrl_off(host_iface_major), RBLN_FW_IFACE_MAJOR);
+	rbln_ctrl_wr16(rdev, rbln_ctrl_off(host_iface_minor), RBLN_FW_IFACE_MINOR);
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(admin_sq_tail), 0);
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(admin_cq_head), 0);
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(event_head), 0);
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(host_gen), gen);
 	/* Configuration and zeroed rings visible before HOST_READY is. */
 	wmb();
-	rdev->fw_touched = true;
+	rdev->fw.touched = true;
 	rbln_ctrl_wr32(rdev, rbln_ctrl_off(host_ctrl), RBLN_FW_HOST_READY);
 	rbln_doorbell(rdev, RBLN_FW_DB_CTRL);
 
@@ -389,15 +370,13 @@ static void rbln_fw_shutdown(struct rbln_device *rdev)
 	unsigned int timeout = rbln_boot_timeout_ms;
 	int ret;
 
-	if (rdev->fw_down)
+	if (rdev->fw.down)
 		return;
-	rdev->fw_down = true;
+	rdev->fw.down = true;
 
-	mutex_lock(&rdev->event_lock);
-	rdev->ev.entries = 0;	/* rbln_fw_process_events() stops here */
-	mutex_unlock(&rdev->event_lock);
+	rbln_events_disable(rdev);
 
-	if (!rdev->fw_touched)
+	if (!rdev->fw.touched)
 		return;
 
 	/* A card that failed to answer once gets a shorter second chance. */
@@ -427,279 +406,7 @@ void rbln_fw_fini(struct rbln_device *rdev)
 	rbln_fw_shutdown(rdev);
 }
 
-/* ---- rings -------------------------------------------------------------- */
-
-static int rbln_ring_alloc(struct rbln_device *rdev, struct rbln_ring *ring)
-{
-	size_t size = RBLN_RING_ENTRIES * RBLN_RING_REC_SIZE;
-
-	ring->va = dmam_alloc_coherent(&rdev->pdev->dev, size, &ring->dma,
-				       GFP_KERNEL);
-	if (!ring->va)
-		return -ENOMEM;
-	memset(ring->va, 0, size);
-	ring->entries = RBLN_RING_ENTRIES;
-	ring->idx = 0;
-	ring->phase = RBLN_FW_REC_PHASE;
-	return 0;
-}
-
-static void *rbln_ring_slot(struct rbln_ring *ring)
-{
-	return ring->va + (size_t)ring->idx * RBLN_RING_REC_SIZE;
-}
-
-/* Does the card-written ring hold a record the host has not consumed? */
-static bool rbln_ring_pending(struct rbln_ring *ring)
-{
-	const struct rbln_fw_event *rec = rbln_ring_slot(ring);
-
-	return (READ_ONCE(rec->flags) & RBLN_FW_REC_PHASE) == ring->phase;
-}
-
-/* Consumes the next card-written record into @out (64 bytes), if any. */
-static bool rbln_ring_peek(struct rbln_ring *ring, void *out)
-{
-	if (!ring->entries || !rbln_ring_pending(ring))
-		return false;
-	/* The card writes flags last: read the record only after them. */
-	dma_rmb();
-	memcpy(out, rbln_ring_slot(ring), RBLN_RING_REC_SIZE);
-	ring->idx = (ring->idx + 1) & (ring->entries - 1);
-	if (!ring->idx)
-		ring->phase ^= RBLN_FW_REC_PHASE;
-	return true;
-}
-
-/* ---- admin ring --------------------------------------------------------- */
-
-void rbln_fw_admin_irq(struct rbln_device *rdev)
-{
-	wake_up(&rdev->admin_wq);
-}
-
-/* Consumes completions until the one for @seq; 1 if found, else 0. */
-static int rbln_admin_reap(struct rbln_device *rdev, u32 seq,
-			   struct rbln_fw_admin_cpl *cpl)
-{
-	struct rbln_fw_admin_cpl rec;
-
-	while (rbln_ring_peek(&rdev->cq, &rec)) {
-		rbln_ctrl_wr32(rdev, rbln_ctrl_off(admin_cq_head), rdev->cq.idx);
-		if (rec.seq == seq) {
-			*cpl = rec;
-			return 1;
-		}
-		/* The answer to a request that timed out, or a corrupt one. */
-		rdev->admin_stale++;
-		dev_warn_ratelimited(rdev->drm.dev,
-				     "discarding admin completion seq %u (waiting for %u)\n",
-				     rec.seq, seq);
-	}
-	return 0;
-}
-
-static bool rbln_admin_wake(struct rbln_device *rdev)
-{
-	return rbln_ring_pending(&rdev->cq) ||
-	       rbln_get_state(rdev) != RBLN_STATE_READY;
-}
-
-static int rbln_admin_status_errno(u16 status)
-{
-	switch (status) {
-	case RBLN_FW_ST_OK:
-		return 0;
-	case RBLN_FW_ST_BAD_OPCODE:
-		return -EOPNOTSUPP;
-	case RBLN_FW_ST_BAD_FIELD:
-	case RBLN_FW_ST_BAD_ARG:
-		return -EINVAL;
-	case RBLN_FW_ST_MMU_FAULT:
-		return -EFAULT;
-	default:
-		return -EIO;
-	}
-}
-
-static void rbln_admin_timed_out(struct rbln_device *rdev, u32 seq, u16 opcode)
-{
-	u32 st = rbln_ctrl_rd32(rdev, rbln_ctrl_off(fw_state));
-
-	char reason[64];
-
-	rdev->admin_timeouts++;
-	if (st == RBLN_FW_STATE_FAULT) {
-		rbln_fw_read_reason(rdev, reason, sizeof(reason));
-		rbln_set_fault(rdev, rbln_ctrl_rd32(rdev, rbln_ctrl_off(fault_code)),
-			       reason);
-		return;
-	}
-	drm_err(&rdev->drm,
-		"admin request seq %u (opcode %u) got no completion within %u ms (firmware state %u)\n",
-		seq, opcode, rbln_admin_timeout_ms, st);
-	/*
-	 * Firmware that lets an admin request sit for admin_timeout_ms is hung:
-	 * the card goes to "fault" so later requests fail at once instead of
-	 * each waiting out the timeout.  Rebinding (which resets the card)
-	 * recovers.
-	 */
-	rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL,
-		       "firmware stopped answering admin requests");
-}
-
-static int __rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cmd)
-{
-	struct rbln_ring *sq = &rdev->sq;
-	struct rbln_fw_admin_req *req;
-	struct rbln_fw_admin_cpl cpl;
-	unsigned long deadline;
-	u32 head, next, seq;
-	int ret;
-
-	lockdep_assert_held(&rdev->admin_lock);
-
-	if (rbln_get_state(rdev) != RBLN_STATE_READY)
-		return -EIO;
-	if (cmd->data_size > PAGE_SIZE)
-		return -EINVAL;
-
-	/* Completions of earlier, timed-out requests. */
-	rbln_admin_reap(rdev, 0, &cpl);
-
-	head = rbln_ctrl_rd32(rdev, rbln_ctrl_off(admin_sq_head));
-	next = (sq->idx + 1) & (sq->entries - 1);
-	if (head >= sq->entries || next == head) {
-		drm_err_ratelimited(&rdev->drm,
-				    "admin request ring is full or broken (card head %u, host tail %u)\n",
-				    head, sq->idx);
-		return -EIO;
-	}
-
-	seq = ++rdev->admin_seq;
-	if (!seq)
-		seq = ++rdev->admin_seq;
-
-	req = rbln_ring_slot(sq);
-	memset(req, 0, sizeof(*req));
-	req->opcode = cmd->opcode;
-	req->seq = seq;
-	if (cmd->data_size) {
-		if (cmd->in)
-			memcpy(rdev->admin_buf, cmd->in, cmd->data_size);
-		else
-			memset(rdev->admin_buf, 0, cmd->data_size);
-		req->data_addr = rdev->admin_buf_dma;
-		req->data_len = cmd->data_size;
-	}
-	memcpy(req->args, cmd->args, sizeof(req->args));
-	sq->idx = next;
-	/* The request is in memory before the card can see the new tail. */
-	wmb();
-	rbln_ctrl_wr32(rdev, rbln_ctrl_off(admin_sq_tail), next);
-	rbln_doorbell(rdev, RBLN_FW_DB_ADMIN);
-
-	deadline = jiffies + msecs_to_jiffies(rbln_admin_timeout_ms);
-	for (;;) {
-		bool late = time_after(jiffies, deadline);
-
-		if (rbln_admin_reap(rdev, seq, &cpl))
-			break;
-		if (rbln_get_state(rdev) != RBLN_STATE_READY)
-			return -EIO;
-		if (late) {
-			rbln_admin_timed_out(rdev, seq, cmd->opcode);
-			return -ETIMEDOUT;
-		}
-		if (cmd->must_complete) {
-			wait_event_timeout(rdev->admin_wq, rbln_admin_wake(rdev),
-					   msecs_to_jiffies(RBLN_ADMIN_POLL_MS));
-			continue;
-		}
-		/*
-		 * A killed waiter leaves the request behind; its completion
-		 * is dropped later by sequence number.
-		 */
-		if (wait_event_killable_timeout(rdev->admin_wq,
-						rbln_admin_wake(rdev),
-						msecs_to_jiffies(RBLN_ADMIN_POLL_MS)) < 0)
-			return -EINTR;
-	}
-
-	ret = rbln_admin_status_errno(cpl.status);
-	memcpy(cmd->result, cpl.result, sizeof(cmd->result));
-	if (cpl.status == RBLN_FW_ST_MMU_FAULT)
-		return ret;	/* reported by the MMU fault event */
-	if (ret) {
-		drm_err_ratelimited(&rdev->drm, "admin opcode %u failed: status %u (%s)\n",
-				    cmd->opcode, cpl.status,
-				    rbln_fw_status_name(cpl.status));
-		return ret;
-	}
-	if (cpl.data_len > cmd->data_size) {
-		drm_err_ratelimited(&rdev->drm,
-				    "admin opcode %u: card claims %u bytes written into a %u-byte buffer\n",
-				    cmd->opcode, cpl.data_len, cmd->data_size);
-		return -EIO;
-	}
-	cmd->data_len = cpl.data_len;
-	if (cpl.data_len && !cmd->in) {
-		/* The card wrote the data before it wrote the completion. */
-		dma_rmb();
-		memcpy(cmd->data, rdev->admin_buf, cpl.data_len);
-	}
-	return 0;
-}
-
-/*
- * Submits one admin request and waits for its completion (by sequence
- * number, for up to admin_timeout_ms).  Serialised by admin_lock; fails
- * with -ENODEV once the device is unplugged.
- */
-static int rbln_admin_exec(struct rbln_device *rdev, struct rbln_admin_cmd *cmd)
-{
-	int idx, ret;
-
-	if (!drm_dev_enter(&rdev->drm, &idx))
-		return -ENODEV;
-	mutex_lock(&rdev->admin_lock);
-	ret = __rbln_admin_exec(rdev, cmd);
-	mutex_unlock(&rdev->admin_lock);
-	drm_dev_exit(idx);
-	return ret;
-}
-
-int rbln_fw_get_telemetry(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_GET_TELEMETRY,
-		.data = t,
-		.data_size = sizeof(*t),
-	};
-	int ret;
-
-	ret = rbln_admin_exec(rdev, &cmd);
-	if (ret)
-		return ret;
-	if (cmd.data_len != sizeof(*t)) {
-		drm_err_ratelimited(&rdev->drm, "GET_TELEMETRY answered %u bytes, expected %zu\n",
-				    cmd.data_len, sizeof(*t));
-		return -EIO;
-	}
-	t->chiplet_count = min(t->chiplet_count, rdev->id.chiplet_count);
-	return 0;
-}
-
-/* ---- recovery -------------------------------------------------------------- */
-
-static int rbln_fw_identify(struct rbln_device *rdev);
-
-static void rbln_ring_rewind(struct rbln_ring *ring)
-{
-	memset(ring->va, 0, RBLN_RING_ENTRIES * RBLN_RING_REC_SIZE);
-	ring->idx = 0;
-	ring->phase = RBLN_FW_REC_PHASE;
-}
+/* ---- recovery ----------------------------------------------------------- */
 
 /*
  * Whole-card recovery: resets the card and does the boot handshake again
@@ -710,276 +417,21 @@ int rbln_fw_restart(struct rbln_device *rdev)
 {
 	int ret;
 
-	mutex_lock(&rdev->admin_lock);
-	mutex_lock(&rdev->event_lock);
-	rdev->ev.entries = 0;	/* no event processing while rewinding */
-	mutex_unlock(&rdev->event_lock);
-
+	rbln_admin_block(rdev);
+	rbln_events_disable(rdev);	/* no event processing while rewinding */
 	ret = rbln_fw_reset(rdev, rbln_boot_timeout_ms);
 	if (!ret) {
-		rbln_ring_rewind(&rdev->sq);
-		rbln_ring_rewind(&rdev->cq);
-		rbln_ring_rewind(&rdev->ev);
-		rdev->ev_seq_valid = false;
+		rbln_admin_rewind(rdev);
+		rbln_events_rewind(rdev);
 		ret = rbln_fw_boot(rdev);
 	}
-	mutex_unlock(&rdev->admin_lock);
-
-	mutex_lock(&rdev->event_lock);
-	rdev->ev.entries = RBLN_RING_ENTRIES;
-	mutex_unlock(&rdev->event_lock);
+	rbln_admin_unblock(rdev);
+	rbln_events_enable(rdev);
 	if (ret)
 		return ret;
 	rbln_set_state(rdev, RBLN_STATE_READY);
-	rbln_fw_process_events(rdev);
-	return rbln_fw_identify(rdev);
-}
-
-/* ---- memory management (rbln_fw_mmu.md) -------------------------------- */
-
-int rbln_fw_vm_bind(struct rbln_device *rdev, u32 asid, dma_addr_t root)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_VM_BIND,
-		.must_complete = true,
-		.args = { asid, lower_32_bits(root), upper_32_bits(root) },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-int rbln_fw_vm_unbind(struct rbln_device *rdev, u32 asid)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_VM_UNBIND,
-		.must_complete = true,
-		.args = { asid },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-/* Firmware-iface 1.3: the card cancels every job of @asid (CANCELLED). */
-int rbln_fw_vm_abort(struct rbln_device *rdev, u32 asid)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_VM_ABORT,
-		.args = { asid },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-/* size 0: the whole address space. */
-int rbln_fw_tlb_invalidate(struct rbln_device *rdev, u32 asid, u64 va, u64 size)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_TLB_INVALIDATE,
-		.must_complete = true,
-		.args = { asid, lower_32_bits(va), upper_32_bits(va),
-			  lower_32_bits(size), upper_32_bits(size) },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-/*
- * The card reads or writes @len (1..PAGE_SIZE) bytes at @va of @asid.
- * -EFAULT if its MMU faulted (no byte moved; the fault event follows).
- */
-int rbln_fw_debug_access(struct rbln_device *rdev, u32 asid, bool write,
-			 u64 va, void *buf, u32 len)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_DEBUG_ACCESS,
-		.args = { asid, write ? RBLN_FW_ACCESS_WRITE : RBLN_FW_ACCESS_READ,
-			  lower_32_bits(va), upper_32_bits(va) },
-		.data = buf,
-		.data_size = len,
-		.in = write ? buf : NULL,
-	};
-	int ret;
-
-	if (!len || len > PAGE_SIZE)
-		return -EINVAL;
-	ret = rbln_admin_exec(rdev, &cmd);
-	if (ret)
-		return ret;
-	if (!write && cmd.data_len != len) {
-		drm_err_ratelimited(&rdev->drm, "DEBUG_ACCESS read %u of %u bytes\n",
-				    cmd.data_len, len);
-		return -EIO;
-	}
-	return 0;
-}
-
-/* ---- command rings (rbln_fw_cmd.md) -------------------------------------- */
-
-int rbln_fw_ring_setup(struct rbln_device *rdev, u32 ring, u32 entries,
-		       dma_addr_t jobs, dma_addr_t cpls, dma_addr_t ctrl)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_RING_SETUP,
-		.args = { ring, entries, lower_32_bits(jobs), upper_32_bits(jobs),
-			  lower_32_bits(cpls), upper_32_bits(cpls),
-			  lower_32_bits(ctrl), upper_32_bits(ctrl) },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-int rbln_fw_ring_stop(struct rbln_device *rdev, u32 ring)
-{
-	struct rbln_admin_cmd cmd = {
-		.opcode = RBLN_FW_OP_RING_STOP,
-		.args = { ring },
-	};
-
-	return rbln_admin_exec(rdev, &cmd);
-}
-
-/* IDENTIFY must tell what the control block told. */
-static int rbln_fw_identify(struct rbln_device *rdev)
-{
-	const struct rbln_identity *id = &rdev->id;
-	struct rbln_fw_identify *idn;
-	struct rbln_admin_cmd cmd = { .opcode = RBLN_FW_OP_IDENTIFY };
-	const char *bad = NULL;
-	unsigned int i;
-	int ret;
-
-	idn = kzalloc(sizeof(*idn), GFP_KERNEL);
-	if (!idn)
-		return -ENOMEM;
-	cmd.data = idn;
-	cmd.data_size = sizeof(*idn);
-	ret = rbln_admin_exec(rdev, &cmd);
-	if (ret) {
-		drm_err(&rdev->drm, "IDENTIFY failed: %d\n", ret);
-		goto out;
-	}
-
-	if (cmd.data_len != sizeof(*idn))
-		bad = "answer size";
-	else if (idn->family != id->family)
-		bad = "family";
-	else if (idn->chiplet_count != id->chiplet_count)
-		bad = "chiplet_count";
-	else if (idn->iface_major != id->iface_major ||
-		 idn->iface_minor != id->iface_minor)
-		bad = "interface version";
-	else if (memcmp(idn->uuid, id->uuid, sizeof(id->uuid)))
-		bad = "uuid";
-	else if (strncmp(idn->serial, id->serial, sizeof(idn->serial)))
-		bad = "serial";
-	else if (strncmp(idn->fw_version, id->fw_version, sizeof(idn->fw_version)))
-		bad = "fw_version";
-	for (i = 0; !bad && i < id->chiplet_count; i++)
-		if (idn->hbm_size[i] != id->hbm_size[i])
-			bad = "HBM size";
-	if (bad) {
-		drm_err(&rdev->drm, "IDENTIFY disagrees with the control block: %s\n",
-			bad);
-		ret = -EIO;
-	}
-out:
-	kfree(idn);
-	return ret;
-}
-
-static int rbln_fw_heartbeat(struct rbln_device *rdev)
-{
-	struct rbln_admin_cmd cmd = { .opcode = RBLN_FW_OP_HEARTBEAT };
-	int ret;
-
-	ret = rbln_admin_exec(rdev, &cmd);
-	if (ret) {
-		drm_err(&rdev->drm, "HEARTBEAT failed: %d\n", ret);
-		return ret;
-	}
-	drm_dbg_driver(&rdev->drm, "heartbeat %llu, firmware uptime %llu ns\n",
-		       cmd.result[0], cmd.result[1]);
-	return 0;
-}
-
-/* ---- event ring --------------------------------------------------------- */
-
-static void rbln_fw_handle_event(struct rbln_device *rdev,
-				 const struct rbln_fw_event *ev)
-{
-	char reason[64];
-
-	if (rdev->ev_seq_valid && ev->seq != rdev->ev_last_seq + 1) {
-		u32 lost = ev->seq - rdev->ev_last_seq - 1;
-
-		rdev->ev_lost += lost;
-		dev_warn_ratelimited(rdev->drm.dev, "%u event(s) lost (event ring full)\n",
-				     lost);
-	}
-	rdev->ev_seq_valid = true;
-	rdev->ev_last_seq = ev->seq;
-	rdev->ev_count++;
-
-	switch (ev->type) {
-	case RBLN_FW_EV_FAULT:
-		rbln_fw_read_reason(rdev, reason, sizeof(reason));
-		rbln_set_fault(rdev, ev->code, reason);
-		break;
-	case RBLN_FW_EV_STATE:
-		if (ev->data[0] == RBLN_FW_STATE_READY)
-			break;
-		if (ev->data[0] == RBLN_FW_STATE_FAULT) {
-			rbln_fw_read_reason(rdev, reason, sizeof(reason));
-			rbln_set_fault(rdev,
-				       rbln_ctrl_rd32(rdev, rbln_ctrl_off(fault_code)),
-				       reason);
-			break;
-		}
-		snprintf(reason, sizeof(reason),
-			 "firmware left READY unasked (state %llu)", ev->data[0]);
-		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, reason);
-		break;
-	case RBLN_FW_EV_THERMAL:
-		dev_warn_ratelimited(rdev->drm.dev,
-				     "temperature %lld m°C crossed the warning threshold\n",
-				     (s64)ev->data[0]);
-		break;
-	case RBLN_FW_EV_HEARTBEAT:
-		rdev->last_heartbeat = ev->data[0];
-		break;
-	case RBLN_FW_EV_CHIPLET_RESET:
-		drm_info(&rdev->drm, "chiplet %u was reset\n", ev->chiplet);
-		break;
-	case RBLN_FW_EV_MMU_FAULT:
-		rbln_vm_mmu_fault(rdev, (u32)ev->data[0], ev->data[1],
-				  (u32)ev->data[2], ev->code);
-		break;
-	case RBLN_FW_EV_BAD_REQUEST:
-		drm_err_ratelimited(&rdev->drm,
-				    "card rejected admin request seq %llu (opcode %llu): status %u (%s)\n",
-				    ev->data[0], ev->data[1], ev->code,
-				    rbln_fw_status_name(ev->code));
-		break;
-	default:
-		drm_dbg_driver(&rdev->drm, "ignoring event type %u\n", ev->type);
-		break;
-	}
-}
-
-/* Event IRQ thread (and once after the handshake): consume all new events. */
-void rbln_fw_process_events(struct rbln_device *rdev)
-{
-	struct rbln_fw_event ev;
-	unsigned int n = 0;
-
-	mutex_lock(&rdev->event_lock);
-	while (rbln_ring_peek(&rdev->ev, &ev)) {
-		rbln_ctrl_wr32(rdev, rbln_ctrl_off(event_head), rdev->ev.idx);
-		rbln_fw_handle_event(rdev, &ev);
-		if (!(++n % 64))
-			cond_resched();
-	}
-	mutex_unlock(&rdev->event_lock);
+	rbln_events_process(rdev);
+	return rbln_msg_identify(rdev);
 }
 
 /* ---- bring-up ----------------------------------------------------------- */
@@ -987,24 +439,13 @@ void rbln_fw_process_events(struct rbln_device *rdev)
 int rbln_fw_init(struct rbln_device *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
-	u32 ev_entries;
 	int ret;
 
-	ret = rbln_ring_alloc(rdev, &rdev->sq);
+	ret = rbln_admin_alloc(rdev);
 	if (!ret)
-		ret = rbln_ring_alloc(rdev, &rdev->cq);
-	if (!ret)
-		ret = rbln_ring_alloc(rdev, &rdev->ev);
+		ret = rbln_events_alloc(rdev);
 	if (ret)
 		return ret;
-	rdev->admin_buf = dmam_alloc_coherent(dev, PAGE_SIZE,
-					      &rdev->admin_buf_dma, GFP_KERNEL);
-	if (!rdev->admin_buf)
-		return -ENOMEM;
-
-	/* Events are consumed only once the card has taken the rings. */
-	ev_entries = rdev->ev.entries;
-	rdev->ev.entries = 0;
 
 	/* Runs before the rings are freed, on remove and on failed probes. */
 	ret = devm_add_action_or_reset(dev, rbln_fw_shutdown_action, rdev);
@@ -1015,15 +456,14 @@ int rbln_fw_init(struct rbln_device *rdev)
 	if (ret)
 		return ret;
 
-	mutex_lock(&rdev->event_lock);
-	rdev->ev.entries = ev_entries;
-	mutex_unlock(&rdev->event_lock);
+	/* Events are consumed only once the card has taken the rings. */
+	rbln_events_enable(rdev);
 	rbln_set_state(rdev, RBLN_STATE_READY);
 	/* Events posted before MSI-X was live raised no interrupt. */
-	rbln_fw_process_events(rdev);
+	rbln_events_process(rdev);
 
-	ret = rbln_fw_identify(rdev);
+	ret = rbln_msg_identify(rdev);
 	if (ret)
 		return ret;
-	return rbln_fw_heartbeat(rdev);
+	return rbln_msg_heartbeat(rdev);
 }

@@ -33,6 +33,8 @@
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
 
 static void rbln_bo_fini(struct rbln_bo *bo)
 {
@@ -48,12 +50,13 @@ static void rbln_bo_init_common(struct rbln_bo *bo, enum rbln_bo_kind kind)
 	INIT_LIST_HEAD(&bo->blocks);
 }
 
-static int rbln_gem_open(struct drm_gem_object *obj, struct drm_file *file)
+/* GEM open/close: the buffer's place in the file's VM (rbln_vma_add()). */
+int rbln_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 {
 	return rbln_vma_add(to_rbln_bo(obj), &to_rbln_file(file)->vm);
 }
 
-static void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 {
 	rbln_vma_put(to_rbln_bo(obj), &to_rbln_file(file)->vm);
 }
@@ -64,12 +67,12 @@ static void rbln_host_free(struct drm_gem_object *obj)
 {
 	struct rbln_bo *bo = to_rbln_bo(obj);
 
-	atomic64_sub(obj->size, &to_rbln(obj->dev)->host_bytes);
+	atomic64_sub(obj->size, &to_rbln(obj->dev)->gem.host_bytes);
 	rbln_bo_fini(bo);
 	drm_gem_shmem_free(&bo->shmem);	/* frees bo: shmem is its start */
 }
 
-const struct drm_gem_object_funcs rbln_host_funcs = {
+static const struct drm_gem_object_funcs rbln_host_funcs = {
 	.free = rbln_host_free,
 	.open = rbln_gem_open,
 	.close = rbln_gem_close,
@@ -91,11 +94,6 @@ const struct drm_gem_object_funcs rbln_host_funcs = {
  * 4 KiB pages.  host_thp=N, or a kernel without THP, keeps the plain shmem
  * mount; either way the buffers behave the same.
  */
-static bool rbln_host_thp = true;
-module_param_named(host_thp, rbln_host_thp, bool, 0444);
-MODULE_PARM_DESC(host_thp,
-		 "Back host buffers with transparent huge pages where possible (default: Y)");
-
 static struct vfsmount *rbln_gemfs;
 
 void rbln_gemfs_init(void)
@@ -194,7 +192,6 @@ static int rbln_hbm_bo_mmap(struct drm_gem_object *obj,
 {
 	struct rbln_device *rdev = to_rbln(obj->dev);
 	struct rbln_bo *bo = to_rbln_bo(obj);
-	struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 	unsigned long uaddr = vma->vm_start;
 	struct rbln_buddy_block *block;
 	int idx, ret = 0;
@@ -207,9 +204,9 @@ static int rbln_hbm_bo_mmap(struct drm_gem_object *obj,
 	vma->vm_pgoff = 0;
 
 	list_for_each_entry(block, &bo->blocks, link) {
-		u64 len = rbln_buddy_block_size(&h->mm, block);
-		phys_addr_t phys = rdev->bar_phys + h->bar_offset +
-				   rbln_buddy_block_offset(block);
+		u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
+		phys_addr_t phys = rbln_hbm_phys(rdev,
+						 rbln_hbm_block_addr(rdev, bo->chiplet, block));
 
 		len = min_t(u64, len, vma->vm_end - uaddr);
 		if (!len)
@@ -244,7 +241,6 @@ static struct sg_table *rbln_hbm_map_dma_buf(struct dma_buf_attachment *attach,
 	struct drm_gem_object *obj = attach->dmabuf->priv;
 	struct rbln_device *rdev = to_rbln(obj->dev);
 	struct rbln_bo *bo = to_rbln_bo(obj);
-	struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 	struct rbln_buddy_block *block;
 	struct scatterlist *sg;
 	struct sg_table *sgt;
@@ -262,9 +258,9 @@ static struct sg_table *rbln_hbm_map_dma_buf(struct dma_buf_attachment *attach,
 
 	sg = sgt->sgl;
 	list_for_each_entry(block, &bo->blocks, link) {
-		u64 len = rbln_buddy_block_size(&h->mm, block);
-		phys_addr_t phys = rdev->bar_phys + h->bar_offset +
-				   rbln_buddy_block_offset(block);
+		u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
+		phys_addr_t phys = rbln_hbm_phys(rdev,
+						 rbln_hbm_block_addr(rdev, bo->chiplet, block));
 		dma_addr_t addr;
 
 		addr = dma_map_resource(attach->dev, phys, len, dir,
@@ -390,6 +386,13 @@ struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
 
 /* ---- common -------------------------------------------------------------- */
 
+/* RBLN_INFO_MEM: bytes of host buffers and of pinned user pages, all clients. */
+void rbln_gem_stats(struct rbln_device *rdev, u64 *host_bytes, u64 *pinned_bytes)
+{
+	*host_bytes = atomic64_read(&rdev->gem.host_bytes);
+	*pinned_bytes = atomic64_read(&rdev->gem.pinned_bytes);
+}
+
 /* A non-shmem bo of @size (a multiple of PAGE_SIZE). */
 struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
 			      enum rbln_bo_kind kind,
@@ -414,16 +417,11 @@ int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
 		    u64 *va)
 {
 	struct drm_gem_object *obj = &bo->shmem.base;
-	struct rbln_vma *vma;
 	int ret;
 
 	ret = drm_gem_handle_create(file, obj, handle);
-	if (!ret) {
-		mutex_lock(&bo->lock);
-		vma = rbln_vma_find(bo, &to_rbln_file(file)->vm);
-		*va = vma ? vma->node.start : 0;
-		mutex_unlock(&bo->lock);
-	}
+	if (!ret)
+		*va = rbln_vma_va(bo, &to_rbln_file(file)->vm);
 	drm_gem_object_put(obj);
 	return ret;
 }
@@ -519,7 +517,7 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 			drm_gem_object_put(&shmem->base);
 			goto out;
 		}
-		atomic64_add(size, &rdev->host_bytes);
+		atomic64_add(size, &rdev->gem.host_bytes);
 	} else {
 		ret = rbln_bo_create_hbm(rdev, args, size, &bo);
 		if (ret)
@@ -545,7 +543,6 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 {
 	struct drm_rbln_bo_info *args = data;
 	struct drm_gem_object *obj;
-	struct rbln_vma *vma;
 	struct rbln_bo *bo;
 	int ret = 0;
 
@@ -580,10 +577,7 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 	}
 	args->chiplet = bo->kind == RBLN_BO_KIND_HBM ? bo->chiplet : 0;
 	args->flags_out = bo->flags;
-	mutex_lock(&bo->lock);
-	vma = rbln_vma_find(bo, &to_rbln_file(file)->vm);
-	args->device_va = vma ? vma->node.start : 0;
-	mutex_unlock(&bo->lock);
+	args->device_va = rbln_vma_va(bo, &to_rbln_file(file)->vm);
 out:
 	drm_gem_object_put(obj);
 	return ret;

@@ -20,6 +20,13 @@
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_hbm.h"
+
+/* Kernel pointer to BAR2 offset @off inside the HBM apertures. */
+static void __iomem *rbln_hbm_io(struct rbln_device *rdev, u64 off)
+{
+	return rdev->hbm.wc + (off - rdev->hbm.wc_start);
+}
 
 static void rbln_hbm_fini(struct drm_device *drm, void *arg)
 {
@@ -27,7 +34,7 @@ static void rbln_hbm_fini(struct drm_device *drm, void *arg)
 	unsigned int i;
 
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
-		struct rbln_hbm *h = &rdev->hbm[i];
+		struct rbln_hbm *h = &rdev->hbm.chiplet[i];
 
 		if (!h->ready)
 			continue;
@@ -44,9 +51,9 @@ int rbln_hbm_init(struct rbln_device *rdev)
 	unsigned int i;
 	int ret;
 
-	rdev->bar_phys = pci_resource_start(pdev, RBLN_BAR_MEM);
+	rdev->hbm.bar_phys = pci_resource_start(pdev, RBLN_BAR_MEM);
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
-		struct rbln_hbm *h = &rdev->hbm[i];
+		struct rbln_hbm *h = &rdev->hbm.chiplet[i];
 
 		h->bar_offset = rdev->id.hbm_offset[i];
 		h->size = rdev->id.hbm_size[i];
@@ -63,17 +70,17 @@ int rbln_hbm_init(struct rbln_device *rdev)
 	 * The HBM part of the BAR, mapped once for zeroing and for kernel
 	 * access; user mappings go straight to the BAR pages.
 	 */
-	rdev->hbm_wc = devm_ioremap_wc(&pdev->dev, rdev->bar_phys + start,
+	rdev->hbm.wc = devm_ioremap_wc(&pdev->dev, rdev->hbm.bar_phys + start,
 				       end - start);
-	if (!rdev->hbm_wc) {
+	if (!rdev->hbm.wc) {
 		drm_err(&rdev->drm, "cannot map %llu MiB of HBM aperture\n",
 			(end - start) >> 20);
 		return -ENOMEM;
 	}
-	rdev->hbm_wc_start = start;
+	rdev->hbm.wc_start = start;
 
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
-		struct rbln_hbm *h = &rdev->hbm[i];
+		struct rbln_hbm *h = &rdev->hbm.chiplet[i];
 
 		ret = rbln_buddy_init(&h->mm, h->size, SZ_4K);
 		if (ret) {
@@ -98,7 +105,7 @@ err:
 int rbln_hbm_alloc(struct rbln_device *rdev, u32 chiplet, u64 size,
 		   struct list_head *blocks)
 {
-	struct rbln_hbm *h = &rdev->hbm[chiplet];
+	struct rbln_hbm *h = &rdev->hbm.chiplet[chiplet];
 	u64 min_block = size >= SZ_2M ? SZ_2M : SZ_4K;
 	struct rbln_buddy_block *block;
 	int ret;
@@ -125,7 +132,7 @@ int rbln_hbm_alloc(struct rbln_device *rdev, u32 chiplet, u64 size,
 void rbln_hbm_free(struct rbln_device *rdev, u32 chiplet,
 		   struct list_head *blocks)
 {
-	struct rbln_hbm *h = &rdev->hbm[chiplet];
+	struct rbln_hbm *h = &rdev->hbm.chiplet[chiplet];
 
 	mutex_lock(&h->lock);
 	rbln_buddy_free_list(&h->mm, blocks, 0);
@@ -135,7 +142,7 @@ void rbln_hbm_free(struct rbln_device *rdev, u32 chiplet,
 void rbln_hbm_stats(struct rbln_device *rdev, u32 chiplet, u64 *used,
 		    u64 *largest_free)
 {
-	struct rbln_hbm *h = &rdev->hbm[chiplet];
+	struct rbln_hbm *h = &rdev->hbm.chiplet[chiplet];
 
 	mutex_lock(&h->lock);
 	*used = h->size - h->mm.avail;
@@ -151,10 +158,10 @@ int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet)
 	unsigned int i;
 
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
-		if (size <= rdev->hbm[i].size)
+		if (size <= rdev->hbm.chiplet[i].size)
 			fits_somewhere = true;
 		rbln_hbm_stats(rdev, i, &used, &largest);
-		if (rdev->hbm[i].size - used < size)
+		if (rdev->hbm.chiplet[i].size - used < size)
 			continue;
 		if (largest > best) {
 			best = largest;
@@ -164,4 +171,29 @@ int rbln_hbm_pick_chiplet(struct rbln_device *rdev, u64 size, u32 *chiplet)
 	if (!fits_somewhere)
 		return -E2BIG;
 	return best ? 0 : -ENOSPC;
+}
+
+u64 rbln_hbm_size(struct rbln_device *rdev, u32 chiplet)
+{
+	return rdev->hbm.chiplet[chiplet].size;
+}
+
+/* The card address (BAR2 offset, PTE bit LOCAL) of a block of @chiplet. */
+u64 rbln_hbm_block_addr(struct rbln_device *rdev, u32 chiplet,
+			struct rbln_buddy_block *block)
+{
+	return rdev->hbm.chiplet[chiplet].bar_offset +
+	       rbln_buddy_block_offset(block);
+}
+
+u64 rbln_hbm_block_size(struct rbln_device *rdev, u32 chiplet,
+			struct rbln_buddy_block *block)
+{
+	return rbln_buddy_block_size(&rdev->hbm.chiplet[chiplet].mm, block);
+}
+
+/* The bus address of a card address, for CPU mappings and peers. */
+phys_addr_t rbln_hbm_phys(struct rbln_device *rdev, u64 card_addr)
+{
+	return rdev->hbm.bar_phys + card_addr;
 }

@@ -50,7 +50,7 @@ static int rbln_info_telemetry(struct rbln_device *rdev,
 	unsigned int i;
 	int ret;
 
-	ret = rbln_fw_get_telemetry(rdev, &t);
+	ret = rbln_telemetry_read(rdev, &t);
 	if (ret)
 		return ret == -ENODEV ? -ENODEV : -EIO;
 
@@ -72,32 +72,14 @@ static void rbln_info_mem(struct rbln_device *rdev, struct drm_rbln_info_mem *m)
 	unsigned int i;
 
 	m->chiplet_count = rdev->id.chiplet_count;
-	m->host_bytes = atomic64_read(&rdev->host_bytes);
-	m->pinned_bytes = atomic64_read(&rdev->pinned_bytes);
+	rbln_gem_stats(rdev, &m->host_bytes, &m->pinned_bytes);
 	for (i = 0; i < rdev->id.chiplet_count; i++) {
 		struct drm_rbln_mem_chiplet *c = &m->chiplet[i];
 
 		rbln_hbm_stats(rdev, i, &c->used_bytes, &c->largest_free_bytes);
-		c->total_bytes = rdev->hbm[i].size;
+		c->total_bytes = rbln_hbm_size(rdev, i);
 		c->free_bytes = c->total_bytes - c->used_bytes;
 	}
-}
-
-static void rbln_info_vm(struct rbln_vm *vm, struct drm_rbln_info_vm *v)
-{
-	v->asid = vm->asid;
-	v->va_start = RBLN_VA_START;
-	v->va_end = RBLN_VA_END;
-	mutex_lock(&vm->lock);
-	v->mapped_bytes = vm->mapped_bytes;
-	mutex_unlock(&vm->lock);
-	spin_lock_irq(&vm->fault_lock);
-	v->flags = vm->flags;
-	v->fault_count = vm->fault_count;
-	v->fault_va = vm->fault_va;
-	v->fault_access = vm->fault_access;
-	v->fault_reason = vm->fault_reason;
-	spin_unlock_irq(&vm->fault_lock);
 }
 
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,
@@ -155,7 +137,7 @@ int rbln_ioctl_get_info(struct drm_device *drm, void *data,
 		rbln_info_mem(rdev, &answer.mem);
 		break;
 	case RBLN_INFO_VM:
-		rbln_info_vm(&to_rbln_file(file)->vm, &answer.vm);
+		rbln_vm_info(&to_rbln_file(file)->vm, &answer.vm);
 		break;
 	}
 

@@ -1,526 +1,395 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rbln: command rings (firmware-iface rbln_fw_cmd.h), jobs and their
- * fences, one drm_sched scheduler per ring.
+ * rbln: jobs - SUBMIT (the ioctl, and rbln_uring.c's io_uring command)
+ * creates a job, prepares its buffers and pushes it onto its queue's
+ * scheduler entity; the ring backend (rbln_ring.c) runs it and frees it
+ * with rbln_job_free().
  *
- * Each chiplet has one hardware ring.  drm_sched resolves a job's
- * dependencies (in-fences, implicit fences of its buffers) and calls
- * run_job() in order; run_job() writes the job descriptor, rings the
- * doorbell and returns the job's hardware fence, which the completion
- * interrupt signals (with the job's error, if any) in ring order.
+ * rbln_submit() is a sequence of steps, each undone by the error path of
+ * the one that called it: the arguments are checked, the job created (its
+ * queue and buffers looked up), the syncobjs looked up, the buffers
+ * prepared (the VM bound, host buffers given pages), the dependencies
+ * added (in-syncobjs, implicit fences of shared buffers), and the job
+ * armed and pushed in queue order.
  *
- * Recovery: a job that exceeds job_timeout_ms (a hung chiplet, a wrong
- * completion) stops the ring's scheduler, RING_STOP aborts what the card
- * still holds, the guilty job's fence gets -ETIMEDOUT, the ring is set up
- * anew and the innocent jobs behind it are written again, in order.  The
- * other rings keep running throughout.
+ * Every job's "finished" fence is what user space sees: in the out-syncobj,
+ * in the reservation objects of the job's buffers (which is what keeps a
+ * buffer mapped while the card uses it, see rbln_vma_put()), and in the
+ * queue's table of recent jobs that WAIT by seqno looks up.
  */
-#include <linux/dma-fence.h>
-#include <linux/dma-mapping.h>
+#include <linux/dma-fence-chain.h>
+#include <linux/dma-resv.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
-#include <drm/drm_managed.h>
-#include <drm/drm_print.h>
+#include <drm/drm_syncobj.h>
 #include <drm/gpu_scheduler.h>
 
 #include "rbln_drv.h"
+#include "rbln_job.h"
+#include "rbln_queue.h"
 
-static const char *rbln_fence_driver_name(struct dma_fence *f)
-{
-	return RBLN_DRIVER_NAME;
-}
+#define RBLN_MAX_JOB_BOS	4096
+#define RBLN_MAX_IN_SYNCS	64
+/* Handles copied on the stack rather than into an allocation. */
+#define RBLN_STACK_HANDLES	16
 
-static const char *rbln_fence_timeline_name(struct dma_fence *f)
-{
-	return "rbln-ring";
-}
-
-static const struct dma_fence_ops rbln_hw_fence_ops = {
-	.get_driver_name = rbln_fence_driver_name,
-	.get_timeline_name = rbln_fence_timeline_name,
+/* The in- and out-syncobjs of one SUBMIT. */
+struct rbln_submit_syncs {
+	struct drm_rbln_sync *in;
+	struct drm_syncobj *out;
+	struct dma_fence_chain *chain;	/* a timeline point of out */
 };
 
-static int rbln_job_status_errno(u16 status)
+/* Also at the end of a job that ran: drm_sched's free_job. */
+void rbln_job_free(struct rbln_job *job)
 {
-	switch (status) {
-	case RBLN_FW_JOB_OK:
-		return 0;
-	case RBLN_FW_JOB_MMU_FAULT:
-		return -EFAULT;
-	case RBLN_FW_JOB_BAD_JOB:
-	case RBLN_FW_JOB_BAD_PACKET:
+	unsigned int i;
+
+	for (i = 0; i < job->bo_count; i++)
+		drm_gem_object_put(job->bos[i]);
+	if (job->bos != job->inline_bos)
+		kvfree(job->bos);
+	dma_fence_put(job->hw_fence);
+	if (job->queue)
+		rbln_queue_put(job->queue);
+	kfree(job);
+}
+
+static int rbln_submit_check_args(const struct drm_rbln_submit *args)
+{
+	if (args->flags & ~RBLN_SUBMIT_NO_IMPLICIT_WAIT || args->out_flags ||
+	    args->cmd_size < 8 || args->cmd_size > RBLN_FW_CMD_MAX ||
+	    !IS_ALIGNED(args->cmd_size | args->cmd_offset, 8) ||
+	    args->bo_count > RBLN_MAX_JOB_BOS || args->in_count > RBLN_MAX_IN_SYNCS ||
+	    (args->bo_count && args->bo_elem_size != sizeof(u32)) ||
+	    (args->in_count && args->in_elem_size != sizeof(struct drm_rbln_sync)) ||
+	    (!args->out_handle && args->out_point))
 		return -EINVAL;
-	case RBLN_FW_JOB_PRIVILEGED:
-		return -EPERM;
-	case RBLN_FW_JOB_WAIT_TIMEOUT:
-		return -ETIMEDOUT;
-	case RBLN_FW_JOB_CANCELLED:
-		return -ECANCELED;
-	default:
-		return -EIO;
+	return 0;
+}
+
+/* Takes over the reference to @obj; a buffer listed twice is kept once. */
+static void rbln_job_add_bo(struct rbln_job *job, struct drm_gem_object *obj)
+{
+	unsigned int i;
+
+	for (i = 0; i < job->bo_count; i++) {
+		if (job->bos[i] == obj) {
+			drm_gem_object_put(obj);
+			return;
+		}
 	}
+	job->bos[job->bo_count++] = obj;
 }
 
-static void rbln_ring_write_job(struct rbln_cmd_ring *ring, struct rbln_job *job)
+static int rbln_job_lookup_bos(struct drm_file *file, struct rbln_job *job,
+			       const struct drm_rbln_submit *args)
 {
-	struct rbln_fw_job *d;
+	u32 stack_handles[RBLN_STACK_HANDLES];
+	struct drm_gem_object *obj;
+	u32 *handles = stack_handles;
+	unsigned int i;
+	int ret = 0;
 
-	lockdep_assert_held(&ring->lock);
-	d = &ring->jobs[ring->tail];
-	memset(d, 0, sizeof(*d));
-	d->seqno = job->hw_seqno;
-	d->asid = job->asid;
-	d->flags = RBLN_FW_JOB_IRQ;
-	/* A fault stops the client's jobs already on the rings too (1.3). */
-	if (job->asid && ring->rdev->id.iface_minor >= 3)
-		d->flags |= RBLN_FW_JOB_FAULT_ABORTS;
-	d->cmd_addr = job->cmd_va;
-	d->cmd_size = job->cmd_size;
-	ring->tail = (ring->tail + 1) & (ring->entries - 1);
-	/* The descriptor is in memory before the card sees the new tail. */
-	dma_wmb();
-	WRITE_ONCE(ring->ctrl->job_tail, ring->tail);
+	if (!args->bo_count)
+		return 0;
+	if (args->bo_count > ARRAY_SIZE(stack_handles)) {
+		handles = kvmalloc_array(args->bo_count, sizeof(*handles),
+					 GFP_KERNEL);
+		if (!handles)
+			return -ENOMEM;
+	}
+	if (copy_from_user(handles, u64_to_user_ptr(args->bo_handles),
+			   args->bo_count * sizeof(*handles))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	for (i = 0; i < args->bo_count; i++) {
+		obj = drm_gem_object_lookup(file, handles[i]);
+		if (!obj) {
+			ret = -ENOENT;
+			break;
+		}
+		rbln_job_add_bo(job, obj);
+	}
+out:
+	if (handles != stack_handles)
+		kvfree(handles);
+	return ret;
 }
 
-static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
+/* One buffer (the common case) needs no acquire context. */
+static int rbln_job_lock_resvs(struct rbln_job *job, struct ww_acquire_ctx *ctx)
 {
-	struct rbln_cmd_ring *ring = container_of(sched_job->sched,
-						  struct rbln_cmd_ring, sched);
-	struct rbln_job *job = to_rbln_job(sched_job);
-	struct rbln_device *rdev = ring->rdev;
-	struct dma_fence *fence;
-	unsigned long flags;
-	int idx;
+	if (job->bo_count == 1)
+		return dma_resv_lock_interruptible(job->bos[0]->resv, NULL);
+	return drm_gem_lock_reservations(job->bos, job->bo_count, ctx);
+}
 
-	job->ring = ring;
-	/* A dependency failed, or the queue was torn down. */
-	if (sched_job->s_fence->finished.error)
-		return NULL;
-	/* A faulted address space runs nothing more. */
-	if (READ_ONCE(job->vm->flags) & RBLN_VM_FAULTED)
-		return ERR_PTR(-EFAULT);
-	/* Nor does one whose file is gone (rbln_file_quiesce()). */
-	if (READ_ONCE(job->vm->closed))
-		return ERR_PTR(-ECANCELED);
-	/* Nor does a faulted card that no recovery will bring back. */
-	if (rbln_get_state(rdev) == RBLN_STATE_FAULT &&
-	    !READ_ONCE(rdev->recover_queued))
-		return ERR_PTR(-EIO);
-	if (!drm_dev_enter(&rdev->drm, &idx))
-		return ERR_PTR(-ENODEV);
+static void rbln_job_unlock_resvs(struct rbln_job *job,
+				  struct ww_acquire_ctx *ctx)
+{
+	if (job->bo_count == 1)
+		dma_resv_unlock(job->bos[0]->resv);
+	else
+		drm_gem_unlock_reservations(job->bos, job->bo_count, ctx);
+}
 
-	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
-	if (!fence) {
-		drm_dev_exit(idx);
+/*
+ * A job on the queue @args names, holding a reference to each of its
+ * buffers: the listed ones, then the command buffer; once each.
+ */
+static struct rbln_job *rbln_job_create(struct drm_file *file,
+					const struct drm_rbln_submit *args)
+{
+	struct rbln_file *rf = to_rbln_file(file);
+	struct drm_gem_object *cmd;
+	struct rbln_queue *q;
+	struct rbln_job *job;
+	int ret;
+
+	q = rbln_queue_get(rf, args->queue_id);
+	if (!q)
+		return ERR_PTR(-ENOENT);
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		rbln_queue_put(q);
 		return ERR_PTR(-ENOMEM);
 	}
-	spin_lock_irqsave(&ring->lock, flags);
-	job->hw_seqno = ++ring->hw_seqno;
-	dma_fence_init(fence, &rbln_hw_fence_ops, &ring->fence_lock,
-		       ring->fence_context, job->hw_seqno);
-	job->hw_fence = dma_fence_get(fence);
-	list_add_tail(&job->ring_link, &ring->pending);
-	rbln_ring_write_job(ring, job);
-	spin_unlock_irqrestore(&ring->lock, flags);
-	rbln_doorbell(rdev, RBLN_FW_DB_RING);
-	drm_dev_exit(idx);
+	job->queue = q;
+	job->vm = &rf->vm;
+	job->asid = rbln_vm_asid(&rf->vm);
+	INIT_LIST_HEAD(&job->ring_link);
+
+	if (args->bo_count + 1 <= ARRAY_SIZE(job->inline_bos)) {
+		job->bos = job->inline_bos;
+	} else {
+		job->bos = kvcalloc(args->bo_count + 1, sizeof(*job->bos),
+				    GFP_KERNEL);
+		if (!job->bos) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+	ret = rbln_job_lookup_bos(file, job, args);
+	if (ret)
+		goto err;
+	cmd = drm_gem_object_lookup(file, args->cmd_handle);
+	if (!cmd) {
+		ret = -ENOENT;
+		goto err;
+	}
+	rbln_job_add_bo(job, cmd);
+	job->cmd_bo = cmd;
+	if (args->cmd_offset > cmd->size ||
+	    args->cmd_size > cmd->size - args->cmd_offset) {
+		ret = -ERANGE;
+		goto err;
+	}
+	return job;
+
+err:
+	rbln_job_free(job);
+	return ERR_PTR(ret);
+}
+
+static void rbln_submit_syncs_put(struct rbln_submit_syncs *s)
+{
+	dma_fence_chain_free(s->chain);
+	if (s->out)
+		drm_syncobj_put(s->out);
+	kvfree(s->in);
+}
+
+/* The in-syncobj array (copied) and the out-syncobj (looked up). */
+static int rbln_submit_syncs_get(struct drm_file *file,
+				 const struct drm_rbln_submit *args,
+				 struct rbln_submit_syncs *s)
+{
+	unsigned int i;
+
+	if (args->in_count) {
+		s->in = kvmalloc_array(args->in_count, sizeof(*s->in), GFP_KERNEL);
+		if (!s->in)
+			return -ENOMEM;
+		if (copy_from_user(s->in, u64_to_user_ptr(args->in_syncs),
+				   args->in_count * sizeof(*s->in)))
+			return -EFAULT;
+		for (i = 0; i < args->in_count; i++)
+			if (s->in[i].flags)
+				return -EINVAL;
+	}
+	if (args->out_handle) {
+		s->out = drm_syncobj_find(file, args->out_handle);
+		if (!s->out)
+			return -ENOENT;
+		if (args->out_point) {
+			s->chain = dma_fence_chain_alloc();
+			if (!s->chain)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The card learns the job's VM and host buffers get their pages and
+ * entries at their first device use; the command's device VA is found.
+ */
+static int rbln_job_prepare(struct rbln_job *job,
+			    const struct drm_rbln_submit *args)
+{
+	unsigned int i;
+	u64 va, cmd_va = 0;
+	int ret;
+
+	ret = rbln_vm_bind(job->vm);
+	if (ret)
+		return ret;
+	for (i = 0; i < job->bo_count; i++) {
+		ret = rbln_vm_prepare_bo(job->vm, to_rbln_bo(job->bos[i]), &va);
+		if (ret)
+			return ret;
+		if (job->bos[i] == job->cmd_bo)
+			cmd_va = va;
+	}
+	job->cmd_va = cmd_va + args->cmd_offset;
+	job->cmd_size = args->cmd_size;
+	return 0;
+}
+
+/*
+ * The job's dependencies: its in-syncobjs, then the fences of its
+ * buffers that are shared with others (implicit sync).  On success the
+ * buffers' reservations stay locked, with a fence slot reserved in each.
+ */
+static int rbln_job_add_deps(struct drm_file *file, struct rbln_job *job,
+			     const struct drm_rbln_submit *args,
+			     const struct rbln_submit_syncs *s,
+			     struct ww_acquire_ctx *ctx)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < args->in_count; i++) {
+		ret = drm_sched_job_add_syncobj_dependency(&job->base, file,
+							   s->in[i].handle,
+							   s->in[i].point);
+		if (ret)
+			return ret == -EINVAL ? -ENOENT : ret;
+	}
+
+	ret = rbln_job_lock_resvs(job, ctx);
+	if (ret)
+		return ret;
+	for (i = 0; i < job->bo_count; i++) {
+		struct drm_gem_object *obj = job->bos[i];
+
+		ret = dma_resv_reserve_fences(obj->resv, 1);
+		/* Implicit sync is for buffers shared with others only. */
+		if (!ret && (obj->dma_buf || obj->import_attach) &&
+		    !(args->flags & RBLN_SUBMIT_NO_IMPLICIT_WAIT))
+			ret = drm_sched_job_add_implicit_dependencies(&job->base,
+								      obj, true);
+		if (ret) {
+			rbln_job_unlock_resvs(job, ctx);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Arm and push in queue order; the job may be freed as soon as it is
+ * pushed, so everything that needs it happens before.  Unlocks the
+ * reservations; returns the job's finished fence (a reference) and its
+ * seqno in *@seqno.
+ */
+static struct dma_fence *rbln_job_push(struct rbln_job *job,
+				       struct ww_acquire_ctx *ctx, u64 *seqno)
+{
+	struct rbln_queue *q = job->queue;
+	struct dma_fence *fence, *old;
+	unsigned int i;
+
+	mutex_lock(&q->lock);
+	drm_sched_job_arm(&job->base);
+	fence = dma_fence_get(&job->base.s_fence->finished);
+	*seqno = rbln_queue_record_locked(q, fence, &old);
+	for (i = 0; i < job->bo_count; i++)
+		dma_resv_add_fence(job->bos[i]->resv, fence, DMA_RESV_USAGE_WRITE);
+	rbln_job_unlock_resvs(job, ctx);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&q->lock);
+	dma_fence_put(old);
 	return fence;
 }
 
-/* Ring lock held: the oldest pending job is done with @err. */
-static void rbln_ring_retire(struct rbln_cmd_ring *ring, struct rbln_job *job,
-			     int err, u64 start_ns, u64 end_ns)
-{
-	lockdep_assert_held(&ring->lock);
-	list_del_init(&job->ring_link);
-	if (end_ns > start_ns)
-		atomic64_add(end_ns - start_ns, &job->queue->rf->busy_ns[ring->index]);
-	if (err)
-		dma_fence_set_error(job->hw_fence, err);
-	dma_fence_signal(job->hw_fence);
-}
-
 /*
- * Completion interrupt (and recovery): consume new completions.
- *
- * The card raises the ring vector for a record only if the host had read
- * every earlier one ("Interrupt moderation" in firmware-iface
- * rbln_fw_cmd.md), so the host publishes cpl_head and then looks at the
- * next record once more (a full barrier in between): either it sees the
- * record, or the card sees the new cpl_head and raises the vector.
- * @polled: called by the watchdog's poll, not for an interrupt (the jobs it
- * retires are counted in cpls_polled).
+ * The submit path shared by the ioctl and io_uring.  On success the job
+ * is queued, *fence_out holds a reference to its finished fence and
+ * args->seqno is set.
  */
-static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
+int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
+		struct dma_fence **fence_out)
 {
-	struct rbln_device *rdev = ring->rdev;
-	unsigned long flags;
-	bool unpublished = false;
-	int err;
-
-	spin_lock_irqsave(&ring->lock, flags);
-	while (ring->up) {
-		struct rbln_fw_job_cpl *c = &ring->cpls[ring->cpl_head];
-		struct rbln_fw_job_cpl cpl;
-		struct rbln_job *job;
-
-		if ((READ_ONCE(c->flags) & RBLN_FW_REC_PHASE) !=
-		    ring->cpl_phase) {
-			if (!unpublished)
-				break;
-			WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
-			unpublished = false;
-			smp_mb();	/* cpl_head out before the phase is read */
-			continue;
-		}
-		/* The record is complete once its phase is. */
-		dma_rmb();
-		memcpy(&cpl, c, sizeof(cpl));
-		ring->cpl_head = (ring->cpl_head + 1) & (ring->entries - 1);
-		if (!ring->cpl_head)
-			ring->cpl_phase ^= RBLN_FW_REC_PHASE;
-		unpublished = true;
-
-		if (cpl.status == RBLN_FW_JOB_ABORTED && ring->recovering)
-			continue;	/* written again after the reset */
-		job = list_first_entry_or_null(&ring->pending, struct rbln_job,
-					       ring_link);
-		if (!job || job->hw_seqno != cpl.seqno) {
-			ring->bad_cpls++;
-			dev_err_ratelimited(rdev->drm.dev,
-					    "ring %u: completion for seqno %llu status %u, expected seqno %llu: ignored\n",
-					    ring->index, cpl.seqno, cpl.status,
-					    job ? job->hw_seqno : 0);
-			continue;
-		}
-		if (cpl.status != RBLN_FW_JOB_OK)
-			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u\n",
-				ring->index, cpl.seqno, cpl.status, cpl.packet_offset);
-		err = rbln_job_status_errno(cpl.status);
-		/*
-		 * Only a released file's VM is aborted (VM_ABORT); any other
-		 * CANCELLED job followed a faulting one (FAULT_ABORTS), maybe
-		 * on another ring whose record is not read yet.
-		 */
-		if (cpl.status == RBLN_FW_JOB_CANCELLED &&
-		    !READ_ONCE(job->vm->closed))
-			err = -EFAULT;
-		if (err == -EFAULT) {
-			/* Its later jobs fail too (the event counts the fault). */
-			spin_lock(&job->vm->fault_lock);
-			job->vm->flags |= RBLN_VM_FAULTED;
-			spin_unlock(&job->vm->fault_lock);
-		}
-		if (polled)	/* counted before a waiter can look */
-			ring->cpls_polled++;
-		rbln_ring_retire(ring, job, err, cpl.start_ns, cpl.end_ns);
-	}
-	if (unpublished)	/* the ring went down meanwhile */
-		WRITE_ONCE(ring->ctrl->cpl_head, ring->cpl_head);
-	spin_unlock_irqrestore(&ring->lock, flags);
-}
-
-void rbln_ring_process(struct rbln_cmd_ring *ring)
-{
-	__rbln_ring_process(ring, false);
-}
-
-/*
- * Watchdog (every 500 ms, module parameter ring_poll): completions whose
- * interrupt was lost, or is still on its way, are consumed here.  Safe at
- * any time, as the interrupt handler is.
- */
-void rbln_rings_poll(struct rbln_device *rdev)
-{
-	unsigned int i;
-
-	for (i = 0; i < rdev->ring_count; i++)
-		__rbln_ring_process(&rdev->rings[i], true);
-}
-
-/*
- * The card counts the ring's busy time in the control block from each
- * RING_SETUP on; the driver keeps what earlier set-ups counted, so the
- * total never goes back.
- */
-u64 rbln_ring_busy_ns(struct rbln_cmd_ring *ring)
-{
-	unsigned long flags;
-	u64 busy;
-
-	spin_lock_irqsave(&ring->lock, flags);
-	busy = ring->busy_base + READ_ONCE(ring->ctrl->busy_ns);
-	spin_unlock_irqrestore(&ring->lock, flags);
-	return busy;
-}
-
-/* Ring lock held. */
-static void rbln_ring_reset_memory(struct rbln_cmd_ring *ring)
-{
-	ring->busy_base += READ_ONCE(ring->ctrl->busy_ns);
-	memset(ring->jobs, 0, ring->entries * sizeof(*ring->jobs));
-	memset(ring->cpls, 0, ring->entries * sizeof(*ring->cpls));
-	memset(ring->ctrl, 0, sizeof(*ring->ctrl));
-	ring->tail = 0;
-	ring->cpl_head = 0;
-	ring->cpl_phase = RBLN_FW_REC_PHASE;
-}
-
-static int rbln_ring_setup_fw(struct rbln_cmd_ring *ring)
-{
-	return rbln_fw_ring_setup(ring->rdev, ring->index, ring->entries,
-				  ring->jobs_dma, ring->cpls_dma, ring->ctrl_dma);
-}
-
-/* Fails every job the ring still holds with @err (scheduler stopped). */
-void rbln_ring_fail_pending(struct rbln_cmd_ring *ring, int err)
-{
+	struct rbln_submit_syncs syncs = {};
+	struct ww_acquire_ctx ctx;
+	struct dma_fence *fence;
 	struct rbln_job *job;
-	unsigned long flags;
-
-	spin_lock_irqsave(&ring->lock, flags);
-	while ((job = list_first_entry_or_null(&ring->pending, struct rbln_job,
-					       ring_link)))
-		rbln_ring_retire(ring, job, err, 0, 0);
-	spin_unlock_irqrestore(&ring->lock, flags);
-}
-
-/*
- * After a card reset (the card forgot the ring): the jobs it held fail
- * with @err, the ring starts empty and is set up again.
- */
-int rbln_ring_restart(struct rbln_cmd_ring *ring, int err)
-{
-	unsigned long flags;
 	int ret;
 
-	spin_lock_irqsave(&ring->lock, flags);
-	ring->up = false;
-	spin_unlock_irqrestore(&ring->lock, flags);
-	rbln_ring_fail_pending(ring, err);
-	spin_lock_irqsave(&ring->lock, flags);
-	rbln_ring_reset_memory(ring);
-	spin_unlock_irqrestore(&ring->lock, flags);
-	ret = rbln_ring_setup_fw(ring);
+	ret = rbln_submit_check_args(args);
 	if (ret)
 		return ret;
-	spin_lock_irqsave(&ring->lock, flags);
-	ring->up = true;
-	spin_unlock_irqrestore(&ring->lock, flags);
-	return 0;
-}
-
-/*
- * drm_sched_stop() detached the scheduler from the hardware fences of the
- * jobs it still tracks.  The reset has since failed some of them (their
- * hardware fences carry the error) and written the others to the ring
- * again: give every job its hardware fence back and restart the
- * scheduler, which completes the failed jobs with their error at once and
- * waits for the others.
- */
-void rbln_ring_sched_resume(struct rbln_cmd_ring *ring)
-{
-	struct drm_sched_job *s_job;
-
-	list_for_each_entry(s_job, &ring->sched.pending_list, list) {
-		struct rbln_job *job = to_rbln_job(s_job);
-
-		if (!s_job->s_fence->parent && job->hw_fence)
-			s_job->s_fence->parent = dma_fence_get(job->hw_fence);
-	}
-	drm_sched_start(&ring->sched);
-}
-
-/* Ring reset: RING_STOP, @bad fails with -ETIMEDOUT, the rest run again. */
-static void rbln_ring_reset(struct rbln_cmd_ring *ring, struct rbln_job *bad)
-{
-	struct rbln_device *rdev = ring->rdev;
-	struct rbln_job *job;
-	unsigned long flags;
-	int ret;
-
-	drm_warn(&rdev->drm, "ring %u: job %llu did not complete within %u ms: resetting the ring\n",
-		 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
-	spin_lock_irqsave(&ring->lock, flags);
-	ring->recovering = true;
-	/* Which side lost track: the card's view next to the host's. */
-	drm_warn(&rdev->drm, "ring %u: host tail %u cpl_head %u; card head %u done_seqno %llu; next record %s\n",
-		 ring->index, ring->tail, ring->cpl_head,
-		 READ_ONCE(ring->ctrl->job_head),
-		 READ_ONCE(ring->ctrl->done_seqno),
-		 (READ_ONCE(ring->cpls[ring->cpl_head].flags) &
-		  RBLN_FW_REC_PHASE) == ring->cpl_phase ?
-		 "written, not consumed" : "not written");
-	spin_unlock_irqrestore(&ring->lock, flags);
-	ret = rbln_fw_ring_stop(rdev, ring->index);
-	rbln_ring_process(ring);	/* completions written before the stop */
-
-	spin_lock_irqsave(&ring->lock, flags);
-	ring->up = false;
-	if (!list_empty(&bad->ring_link))
-		rbln_ring_retire(ring, bad, -ETIMEDOUT, 0, 0);
-	rbln_ring_reset_memory(ring);
-	spin_unlock_irqrestore(&ring->lock, flags);
-
+	job = rbln_job_create(file, args);
+	if (IS_ERR(job))
+		return PTR_ERR(job);
+	ret = rbln_submit_syncs_get(file, args, &syncs);
 	if (!ret)
-		ret = rbln_ring_setup_fw(ring);
-
-	spin_lock_irqsave(&ring->lock, flags);
-	ring->recovering = false;
-	if (ret) {
-		/* The card is gone or broken: fail everything still pending. */
-		while ((job = list_first_entry_or_null(&ring->pending,
-						       struct rbln_job, ring_link)))
-			rbln_ring_retire(ring, job, -EIO, 0, 0);
-	} else {
-		ring->up = true;
-		list_for_each_entry(job, &ring->pending, ring_link)
-			rbln_ring_write_job(ring, job);
-	}
-	ring->resets++;
-	spin_unlock_irqrestore(&ring->lock, flags);
+		ret = rbln_job_prepare(job, args);
 	if (!ret)
-		rbln_doorbell(rdev, RBLN_FW_DB_RING);
+		ret = rbln_sched_job_init(&job->base, &job->queue->entity,
+					  file->client_id);
+	if (ret)
+		goto err_job;
+	ret = rbln_job_add_deps(file, job, args, &syncs, &ctx);
+	if (ret)
+		goto err_sched;
+
+	fence = rbln_job_push(job, &ctx, &args->seqno);
+	if (syncs.chain) {
+		drm_syncobj_add_point(syncs.out, syncs.chain, fence,
+				      args->out_point);
+		syncs.chain = NULL;	/* the syncobj's now */
+	} else if (syncs.out) {
+		drm_syncobj_replace_fence(syncs.out, fence);
+	}
+	rbln_submit_syncs_put(&syncs);
+	if (fence_out)
+		*fence_out = fence;
 	else
-		drm_err(&rdev->drm, "ring %u: could not be set up again (%d)\n",
-			ring->index, ret);
-	rbln_sysfs_notify_ring_reset(rdev, ring->index);
-}
-
-static enum drm_gpu_sched_stat rbln_timedout_job(struct drm_sched_job *sched_job)
-{
-	struct rbln_job *bad = to_rbln_job(sched_job);
-	struct rbln_cmd_ring *ring = bad->ring;
-	struct rbln_device *rdev = ring->rdev;
-	unsigned long flags;
-	bool on_ring;
-
-	mutex_lock(&rdev->reset_lock);
-	/* Puts @bad back at the head of the scheduler's list. */
-	drm_sched_stop(&ring->sched, sched_job);
-	/* A job whose record is there but whose interrupt was lost is done. */
-	rbln_ring_process(ring);
-	spin_lock_irqsave(&ring->lock, flags);
-	on_ring = !list_empty(&bad->ring_link);
-	spin_unlock_irqrestore(&ring->lock, flags);
-
-	if (!on_ring) {
-		/* It completed (interrupt lost), or a card recovery failed it. */
-		drm_warn(&rdev->drm, "ring %u: job %llu was done, but no completion interrupt came within %u ms\n",
-			 ring->index, bad->hw_seqno, rbln_job_timeout_ms);
-	} else if (rbln_get_state(rdev) == RBLN_STATE_READY) {
-		rbln_ring_reset(ring, bad);
-	} else if (!READ_ONCE(rdev->recover_queued)) {
-		/* A faulted card nobody recovers completes nothing more. */
-		rbln_ring_fail_pending(ring, -EIO);
-	}
-	/* else the queued card recovery fails the ring's jobs with -EIO */
-	rbln_ring_sched_resume(ring);
-	mutex_unlock(&rdev->reset_lock);
-	return DRM_GPU_SCHED_STAT_NOMINAL;
-}
-
-static void rbln_free_job(struct drm_sched_job *sched_job)
-{
-	struct rbln_job *job = to_rbln_job(sched_job);
-
-	drm_sched_job_cleanup(sched_job);
-	rbln_job_put_resources(job);
-}
-
-static const struct drm_sched_backend_ops rbln_sched_ops = {
-	.run_job = rbln_run_job,
-	.timedout_job = rbln_timedout_job,
-	.free_job = rbln_free_job,
-};
-
-static void rbln_rings_fini(struct drm_device *drm, void *arg)
-{
-	struct rbln_device *rdev = to_rbln(drm);
-	unsigned int i;
-
-	for (i = 0; i < rdev->ring_count; i++)
-		if (rdev->rings[i].sched_ready)
-			drm_sched_fini(&rdev->rings[i].sched);
-}
-
-static int rbln_ring_init(struct rbln_device *rdev, struct rbln_cmd_ring *ring,
-			  u32 index)
-{
-	struct device *dev = rdev->drm.dev;
-	char *name;
-	int ret;
-
-	ring->rdev = rdev;
-	ring->index = index;
-	ring->entries = RBLN_CMD_RING_ENTRIES;
-	spin_lock_init(&ring->lock);
-	spin_lock_init(&ring->fence_lock);
-	INIT_LIST_HEAD(&ring->pending);
-	ring->fence_context = dma_fence_context_alloc(1);
-	ring->jobs = dmam_alloc_coherent(dev, ring->entries * sizeof(*ring->jobs),
-					 &ring->jobs_dma, GFP_KERNEL);
-	ring->cpls = dmam_alloc_coherent(dev, ring->entries * sizeof(*ring->cpls),
-					 &ring->cpls_dma, GFP_KERNEL);
-	ring->ctrl = dmam_alloc_coherent(dev, sizeof(*ring->ctrl),
-					 &ring->ctrl_dma, GFP_KERNEL);
-	if (!ring->jobs || !ring->cpls || !ring->ctrl)
-		return -ENOMEM;
-	rbln_ring_reset_memory(ring);
-
-	name = devm_kasprintf(dev, GFP_KERNEL, "rbln-ring%u@%s", index,
-			      pci_name(rdev->pdev));
-	if (!name)
-		return -ENOMEM;
-	ret = rbln_sched_init(&ring->sched, &rbln_sched_ops,
-			      ring->entries - 1,
-			      msecs_to_jiffies(rbln_job_timeout_ms), name, dev);
-	if (ret) {
-		drm_err(&rdev->drm, "ring %u: scheduler: %d\n", index, ret);
-		return ret;
-	}
-	ring->sched_ready = true;
-
-	ret = rbln_ring_setup_fw(ring);
-	if (ret) {
-		drm_err(&rdev->drm, "ring %u: RING_SETUP failed: %d\n", index, ret);
-		return ret;
-	}
-	ring->up = true;
+		dma_fence_put(fence);
 	return 0;
+
+err_sched:
+	drm_sched_job_cleanup(&job->base);
+err_job:
+	rbln_submit_syncs_put(&syncs);
+	rbln_job_free(job);
+	return ret;
 }
 
-/* One ring per chiplet, once the admin ring works. */
-int rbln_rings_init(struct rbln_device *rdev)
+int rbln_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	unsigned int i;
-	int ret;
+	int idx, ret;
 
-	if (!rdev->irq_ring_ok) {
-		drm_info(&rdev->drm, "the card has no command rings (firmware-iface %u.%u, %u vectors): no jobs\n",
-			 rdev->id.iface_major, rdev->id.iface_minor,
-			 rdev->id.num_vectors);
-		return 0;
-	}
-	ret = drmm_add_action(&rdev->drm, rbln_rings_fini, NULL);
-	if (ret)
-		return ret;
-	for (i = 0; i < rdev->id.chiplet_count; i++) {
-		ret = rbln_ring_init(rdev, &rdev->rings[i], i);
-		rdev->ring_count = i + 1;
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Ring interrupt (hard-irq context). */
-void rbln_rings_irq(struct rbln_device *rdev)
-{
-	unsigned int i;
-
-	for (i = 0; i < rdev->ring_count; i++)
-		rbln_ring_process(&rdev->rings[i]);
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = rbln_submit(file, data, NULL);
+	drm_dev_exit(idx);
+	return ret;
 }

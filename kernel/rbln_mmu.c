@@ -36,7 +36,7 @@ static struct rbln_pt *rbln_pt_new(struct rbln_device *rdev, bool leaf_level)
 
 	if (!pt)
 		return NULL;
-	pt->cpu = dma_pool_zalloc(rdev->pt_pool, GFP_KERNEL, &pt->dma);
+	pt->cpu = dma_pool_zalloc(rdev->vms.pt_pool, GFP_KERNEL, &pt->dma);
 	if (!pt->cpu)
 		goto err;
 	if (!leaf_level) {
@@ -48,7 +48,7 @@ static struct rbln_pt *rbln_pt_new(struct rbln_device *rdev, bool leaf_level)
 	return pt;
 
 err_pool:
-	dma_pool_free(rdev->pt_pool, pt->cpu, pt->dma);
+	dma_pool_free(rdev->vms.pt_pool, pt->cpu, pt->dma);
 err:
 	kfree(pt);
 	return NULL;
@@ -70,7 +70,7 @@ static void rbln_pt_free(struct rbln_device *rdev, struct rbln_pt *pt,
 				rbln_pt_free(rdev, pt->child[i], level - 1);
 		kfree(pt->child);
 	}
-	dma_pool_free(rdev->pt_pool, pt->cpu, pt->dma);
+	dma_pool_free(rdev->vms.pt_pool, pt->cpu, pt->dma);
 	kfree(pt);
 }
 

@@ -4,8 +4,8 @@
  *
  * BAR0 holds the ivshmem-doorbell registers (IVPosition, Doorbell).  BAR2 is
  * the card's memory: the control region at its start, then the HBM
- * apertures.  Only the control region is mapped; the HBM apertures
- * (gigabytes) are mapped on demand by later parts of the driver.
+ * apertures.  Here BAR2 is claimed and its control region mapped;
+ * rbln_hbm_init() maps the HBM apertures, write-combined, at probe.
  */
 #include <linux/device.h>
 #include <linux/dma-mapping.h>
@@ -14,6 +14,7 @@
 
 #include "rbln_compat.h"
 #include "rbln_drv.h"
+#include "rbln_pci.h"
 
 int rbln_pci_map(struct rbln_device *rdev)
 {
@@ -67,9 +68,9 @@ int rbln_pci_map(struct rbln_device *rdev)
 }
 
 /* MSI-X vector RBLN_FW_IRQ_ADMIN: only wakes the admin waiter. */
-static irqreturn_t rbln_admin_irq(int irq, void *arg)
+static irqreturn_t rbln_pci_admin_irq(int irq, void *arg)
 {
-	rbln_fw_admin_irq(arg);
+	rbln_admin_irq(arg);
 	return IRQ_HANDLED;
 }
 
@@ -78,16 +79,16 @@ static irqreturn_t rbln_admin_irq(int irq, void *arg)
  * context (fences may be signalled there; a thread would add a wake-up and
  * a context switch to every job).
  */
-static irqreturn_t rbln_ring_irq(int irq, void *arg)
+static irqreturn_t rbln_pci_ring_irq(int irq, void *arg)
 {
 	rbln_rings_irq(arg);
 	return IRQ_HANDLED;
 }
 
 /* MSI-X vector RBLN_FW_IRQ_EVENT: the event ring is consumed in a thread. */
-static irqreturn_t rbln_event_thread(int irq, void *arg)
+static irqreturn_t rbln_pci_event_thread(int irq, void *arg)
 {
-	rbln_fw_process_events(arg);
+	rbln_events_process(arg);
 	return IRQ_HANDLED;
 }
 
@@ -122,23 +123,23 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 	if (!name_admin || !name_event)
 		return -ENOMEM;
 
-	rdev->irq_admin = pci_irq_vector(pdev, RBLN_FW_IRQ_ADMIN);
-	rdev->irq_event = pci_irq_vector(pdev, RBLN_FW_IRQ_EVENT);
-	if (rdev->irq_admin < 0 || rdev->irq_event < 0)
+	rdev->irqs.admin = pci_irq_vector(pdev, RBLN_FW_IRQ_ADMIN);
+	rdev->irqs.event = pci_irq_vector(pdev, RBLN_FW_IRQ_EVENT);
+	if (rdev->irqs.admin < 0 || rdev->irqs.event < 0)
 		return -EINVAL;
 
-	ret = devm_request_irq(dev, rdev->irq_admin, rbln_admin_irq, 0,
+	ret = devm_request_irq(dev, rdev->irqs.admin, rbln_pci_admin_irq, 0,
 			       name_admin, rdev);
 	if (ret) {
 		dev_err(dev, "cannot request the admin interrupt: %d\n", ret);
 		return ret;
 	}
-	ret = devm_request_threaded_irq(dev, rdev->irq_event, NULL,
-					rbln_event_thread, IRQF_ONESHOT,
+	ret = devm_request_threaded_irq(dev, rdev->irqs.event, NULL,
+					rbln_pci_event_thread, IRQF_ONESHOT,
 					name_event, rdev);
 	if (ret) {
 		dev_err(dev, "cannot request the event interrupt: %d\n", ret);
-		devm_free_irq(dev, rdev->irq_admin, rdev);
+		devm_free_irq(dev, rdev->irqs.admin, rdev);
 		return ret;
 	}
 	/*
@@ -150,20 +151,20 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 							"rbln-ring@%s",
 							pci_name(pdev));
 
-		rdev->irq_ring = pci_irq_vector(pdev, RBLN_FW_IRQ_RING);
-		if (!name_ring || rdev->irq_ring < 0)
+		rdev->irqs.ring = pci_irq_vector(pdev, RBLN_FW_IRQ_RING);
+		if (!name_ring || rdev->irqs.ring < 0)
 			return -ENOMEM;
-		ret = devm_request_irq(dev, rdev->irq_ring, rbln_ring_irq, 0,
+		ret = devm_request_irq(dev, rdev->irqs.ring, rbln_pci_ring_irq, 0,
 				       name_ring, rdev);
 		if (ret) {
 			dev_err(dev, "cannot request the ring interrupt: %d\n", ret);
-			devm_free_irq(dev, rdev->irq_event, rdev);
-			devm_free_irq(dev, rdev->irq_admin, rdev);
+			devm_free_irq(dev, rdev->irqs.event, rdev);
+			devm_free_irq(dev, rdev->irqs.admin, rdev);
 			return ret;
 		}
-		rdev->irq_ring_ok = true;
+		rdev->irqs.ring_ok = true;
 	}
-	rdev->irqs_requested = true;
+	rdev->irqs.requested = true;
 	return 0;
 }
 
@@ -172,13 +173,19 @@ void rbln_pci_free_irqs(struct rbln_device *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
 
-	if (!rdev->irqs_requested)
+	if (!rdev->irqs.requested)
 		return;
-	if (rdev->irq_ring_ok)
-		devm_free_irq(dev, rdev->irq_ring, rdev);
-	devm_free_irq(dev, rdev->irq_event, rdev);
-	devm_free_irq(dev, rdev->irq_admin, rdev);
-	rdev->irqs_requested = false;
+	if (rdev->irqs.ring_ok)
+		devm_free_irq(dev, rdev->irqs.ring, rdev);
+	devm_free_irq(dev, rdev->irqs.event, rdev);
+	devm_free_irq(dev, rdev->irqs.admin, rdev);
+	rdev->irqs.requested = false;
+}
+
+/* Command rings need the ring vector (and firmware-iface 1.2). */
+bool rbln_pci_has_ring_irq(struct rbln_device *rdev)
+{
+	return rdev->irqs.ring_ok;
 }
 
 /* Host -> card: (card peer id << 16) | vector to the Doorbell register. */

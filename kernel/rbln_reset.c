@@ -24,29 +24,16 @@
 #include <linux/workqueue.h>
 
 #include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 #include <drm/gpu_scheduler.h>
 
 #include "rbln_drv.h"
-
-static unsigned int rbln_heartbeat_timeout_ms = 5000;
-module_param_named(heartbeat_timeout_ms, rbln_heartbeat_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(heartbeat_timeout_ms,
-		 "A ready card whose heartbeat counter stands still this long is faulted, in ms (default 5000, 0: no watchdog)");
+#include "rbln_reset.h"
 
 #define RBLN_WATCHDOG_PERIOD_MS	500
 #define RBLN_RECOVERY_ATTEMPTS	3
 #define RBLN_RECOVERY_BACKOFF_MS	100	/* times the attempt that failed */
-
-static bool rbln_ring_poll = true;
-module_param_named(ring_poll, rbln_ring_poll, bool, 0644);
-MODULE_PARM_DESC(ring_poll,
-		 "The 500 ms watchdog also reads the command rings' completions, so a job whose interrupt was lost completes within about 500 ms (default on; off: at job_timeout_ms)");
-
-static bool rbln_recovery = true;
-module_param_named(recovery, rbln_recovery, bool, 0644);
-MODULE_PARM_DESC(recovery,
-		 "Reset and recover a faulted card by itself (default on; off: the card stays faulted until rebound)");
 
 /* The control block, then the driver's view of each ring. */
 static void rbln_devcoredump(struct rbln_device *rdev)
@@ -54,62 +41,28 @@ static void rbln_devcoredump(struct rbln_device *rdev)
 	size_t size = sizeof(struct rbln_fw_ctrl) + PAGE_SIZE;
 	struct drm_printer p;
 	struct drm_print_iterator it;
-	unsigned int i;
+	char reason[RBLN_FAULT_REASON_LEN];
 	char *buf;
+	u32 code;
 
 	buf = vzalloc(size);
 	if (!buf)
 		return;
-	memcpy_fromio(buf, rdev->ctrl, sizeof(struct rbln_fw_ctrl));
+	rbln_ctrl_copy(rdev, 0, buf, sizeof(struct rbln_fw_ctrl));
 	it.data = buf + sizeof(struct rbln_fw_ctrl);
 	it.start = 0;
 	it.remain = PAGE_SIZE - 1;
 	p = drm_coredump_printer(&it);
+	code = rbln_get_fault(rdev, reason, sizeof(reason));
 	drm_printf(&p, "rbln coredump: fault code %u (%s): %s\n",
-		   rdev->fault_code, rbln_fw_fault_name(rdev->fault_code),
-		   rdev->fault_reason);
-	for (i = 0; i < rdev->ring_count; i++) {
-		struct rbln_cmd_ring *r = &rdev->rings[i];
-
-		drm_printf(&p, "ring %u: up %d tail %u cpl_head %u hw_seqno %llu\n",
-			   i, r->up, r->tail, r->cpl_head, r->hw_seqno);
-		drm_printf(&p, "ring %u: job_head %u done_seqno %llu resets %llu bad_cpls %llu\n",
-			   i, READ_ONCE(r->ctrl->job_head),
-			   READ_ONCE(r->ctrl->done_seqno), r->resets, r->bad_cpls);
-	}
+		   code, rbln_fw_fault_name(code), reason);
+	rbln_rings_dump(rdev, &p);
 	dev_coredumpv(rdev->drm.dev, buf, size, GFP_KERNEL);
-}
-
-/* Every VM the card knew: bind it again (the card forgot all of them). */
-static void rbln_vms_rebind(struct rbln_device *rdev)
-{
-	struct rbln_vm *vm;
-	unsigned long asid;
-	int ret;
-
-	mutex_lock(&rdev->vm_debug_lock);	/* no VM goes away meanwhile */
-	xa_for_each(&rdev->vms, asid, vm) {
-		mutex_lock(&vm->lock);
-		if (vm->bound) {
-			vm->bound = false;
-			ret = rbln_vm_bind_locked(vm);
-			/*
-			 * Unbound, the VM is bound at its next job.  A card
-			 * that faulted again fails this attempt anyway.
-			 */
-			if (rbln_vm_request_failed(rdev, ret))
-				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
-					asid, ret);
-		}
-		mutex_unlock(&vm->lock);
-	}
-	mutex_unlock(&rdev->vm_debug_lock);
 }
 
 /* One reset, handshake and set-up of a faulted card; 0 or -errno. */
 static int rbln_recover_once(struct rbln_device *rdev)
 {
-	unsigned int i;
 	int ret;
 
 	rbln_set_state(rdev, RBLN_STATE_RESETTING);
@@ -117,8 +70,7 @@ static int rbln_recover_once(struct rbln_device *rdev)
 	if (ret)
 		return ret;
 	rbln_vms_rebind(rdev);
-	for (i = 0; i < rdev->ring_count && !ret; i++)
-		ret = rbln_ring_restart(&rdev->rings[i], -EIO);
+	ret = rbln_rings_restart(rdev, -EIO);
 	/* It may have faulted again after its last answer. */
 	if (!ret && rbln_get_state(rdev) != RBLN_STATE_READY)
 		ret = -EIO;
@@ -128,23 +80,23 @@ static int rbln_recover_once(struct rbln_device *rdev)
 static void rbln_recover_work(struct work_struct *work)
 {
 	struct rbln_device *rdev = container_of(work, struct rbln_device,
-						recover_work);
-	unsigned int i, attempt;
+						reset.recover_work);
+	char reason[RBLN_FAULT_REASON_LEN];
+	unsigned int attempt;
 	int idx, ret;
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
-	mutex_lock(&rdev->reset_lock);
-	WRITE_ONCE(rdev->recover_queued, false);
+	mutex_lock(&rdev->reset.lock);
+	WRITE_ONCE(rdev->reset.recover_queued, false);
 	/* Queued by a fault during a recovery that gave up since. */
-	if (rbln_get_state(rdev) != RBLN_STATE_FAULT || rdev->recover_failed)
+	if (rbln_get_state(rdev) != RBLN_STATE_FAULT || rdev->reset.recover_failed)
 		goto out;
 
 	rbln_devcoredump(rdev);
-	drm_warn(&rdev->drm, "recovering the card from its fault (%s)\n",
-		 rdev->fault_reason);
-	for (i = 0; i < rdev->ring_count; i++)
-		drm_sched_stop(&rdev->rings[i].sched, NULL);
+	rbln_get_fault(rdev, reason, sizeof(reason));
+	drm_warn(&rdev->drm, "recovering the card from its fault (%s)\n", reason);
+	rbln_rings_stop(rdev);
 
 	for (attempt = 1;; attempt++) {
 		ret = rbln_recover_once(rdev);
@@ -157,21 +109,19 @@ static void rbln_recover_work(struct work_struct *work)
 		msleep(attempt * RBLN_RECOVERY_BACKOFF_MS);
 	}
 	if (ret) {
-		rdev->recover_failed = true;
-		for (i = 0; i < rdev->ring_count; i++)
-			rbln_ring_fail_pending(&rdev->rings[i], -EIO);
+		rdev->reset.recover_failed = true;
+		rbln_rings_fail_pending(rdev, -EIO);
 		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, "recovery failed");
 		drm_err(&rdev->drm, "card recovery failed %u times (%d): rebind the driver to retry\n",
 			RBLN_RECOVERY_ATTEMPTS, ret);
 	} else {
-		rdev->card_resets++;
+		rdev->reset.card_resets++;
 		drm_info(&rdev->drm, "card recovered (recovery %llu)\n",
-			 rdev->card_resets);
+			 rdev->reset.card_resets);
 	}
-	for (i = 0; i < rdev->ring_count; i++)
-		rbln_ring_sched_resume(&rdev->rings[i]);
+	rbln_rings_resume(rdev);
 out:
-	mutex_unlock(&rdev->reset_lock);
+	mutex_unlock(&rdev->reset.lock);
 	drm_dev_exit(idx);
 }
 
@@ -184,58 +134,88 @@ out:
 static void rbln_watchdog_work(struct work_struct *work)
 {
 	struct rbln_device *rdev = container_of(to_delayed_work(work),
-						struct rbln_device, watchdog);
+						struct rbln_device, reset.watchdog);
 	unsigned long now = jiffies;
 	u64 beat;
 	int idx;
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
-	beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
-	if (rbln_get_state(rdev) != RBLN_STATE_READY || beat != rdev->wd_beat ||
+	beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
+	if (rbln_get_state(rdev) != RBLN_STATE_READY || beat != rdev->reset.wd_beat ||
 	    !rbln_heartbeat_timeout_ms) {
-		rdev->wd_beat = beat;
-		rdev->wd_stamp = now;
-	} else if (time_after(now, rdev->wd_stamp +
+		rdev->reset.wd_beat = beat;
+		rdev->reset.wd_stamp = now;
+	} else if (time_after(now, rdev->reset.wd_stamp +
 			      msecs_to_jiffies(rbln_heartbeat_timeout_ms))) {
-		rdev->heartbeat_losses++;
+		rdev->reset.heartbeat_losses++;
 		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL,
 			       "firmware heartbeat stopped");
-		rdev->wd_stamp = now;
+		rdev->reset.wd_stamp = now;
 	}
 	if (READ_ONCE(rbln_ring_poll))
 		rbln_rings_poll(rdev);
-	schedule_delayed_work(&rdev->watchdog,
+	schedule_delayed_work(&rdev->reset.watchdog,
 			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
 	drm_dev_exit(idx);
 }
 
-void rbln_reset_init(struct rbln_device *rdev)
+int rbln_reset_init(struct rbln_device *rdev)
 {
-	INIT_WORK(&rdev->recover_work, rbln_recover_work);
-	INIT_DELAYED_WORK(&rdev->watchdog, rbln_watchdog_work);
+	INIT_WORK(&rdev->reset.recover_work, rbln_recover_work);
+	INIT_DELAYED_WORK(&rdev->reset.watchdog, rbln_watchdog_work);
+	return drmm_mutex_init(&rdev->drm, &rdev->reset.lock);
 }
 
 /* After probe: the card is ready and announced. */
 void rbln_watchdog_start(struct rbln_device *rdev)
 {
-	rdev->wd_stamp = jiffies;
-	rdev->wd_beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
-	schedule_delayed_work(&rdev->watchdog,
+	rdev->reset.wd_stamp = jiffies;
+	rdev->reset.wd_beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
+	schedule_delayed_work(&rdev->reset.watchdog,
 			      msecs_to_jiffies(RBLN_WATCHDOG_PERIOD_MS));
 }
 
 /* From rbln_set_fault(): the card just went to "fault". */
 void rbln_reset_schedule(struct rbln_device *rdev)
 {
-	if (rbln_recovery && !rdev->recover_failed) {
-		WRITE_ONCE(rdev->recover_queued, true);
-		schedule_work(&rdev->recover_work);
+	if (rbln_recovery && !rdev->reset.recover_failed) {
+		WRITE_ONCE(rdev->reset.recover_queued, true);
+		schedule_work(&rdev->reset.recover_work);
 	}
+}
+
+/* reset.lock: see struct rbln_reset. */
+void rbln_reset_lock(struct rbln_device *rdev)
+{
+	mutex_lock(&rdev->reset.lock);
+}
+
+void rbln_reset_unlock(struct rbln_device *rdev)
+{
+	mutex_unlock(&rdev->reset.lock);
+}
+
+/* A recovery is queued: a faulted card will be brought back. */
+bool rbln_reset_pending(struct rbln_device *rdev)
+{
+	return READ_ONCE(rdev->reset.recover_queued);
+}
+
+/* sysfs card_resets */
+u64 rbln_reset_card_resets(struct rbln_device *rdev)
+{
+	return READ_ONCE(rdev->reset.card_resets);
+}
+
+/* sysfs heartbeat_losses */
+u64 rbln_reset_heartbeat_losses(struct rbln_device *rdev)
+{
+	return READ_ONCE(rdev->reset.heartbeat_losses);
 }
 
 void rbln_reset_fini(struct rbln_device *rdev)
 {
-	cancel_delayed_work_sync(&rdev->watchdog);
-	cancel_work_sync(&rdev->recover_work);
+	cancel_delayed_work_sync(&rdev->reset.watchdog);
+	cancel_work_sync(&rdev->reset.recover_work);
 }

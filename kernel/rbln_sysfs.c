@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rbln: sysfs, hwmon and state uevents.
+ * rbln: sysfs, hwmon and the uevents (state changes, ring resets).
  *
  * The driver's sysfs ABI (all files world-readable, read-only, one value
  * per file, strings or numbers with units in the name; never renumberable
@@ -25,7 +25,15 @@
 #include <drm/drm_drv.h>
 
 #include "rbln_drv.h"
+#include "rbln_reset.h"
+#include "rbln_sysfs.h"
+#include "rbln_telemetry.h"
 
+/*
+ * A directory: the card's rbln/ or one of its chiplet<i>/.  Raw kobjects,
+ * since attribute groups of the PCI device cannot nest chiplet<i>/ inside
+ * rbln/.
+ */
 struct rbln_sysfs_node {
 	struct kobject kobj;
 	struct rbln_device *rdev;
@@ -115,14 +123,10 @@ static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t fault_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	struct rbln_device *rdev = to_node(kobj)->rdev;
-	char reason[sizeof(rdev->fault_reason)];
+	char reason[RBLN_FAULT_REASON_LEN];
 	u32 code;
 
-	spin_lock(&rdev->state_lock);
-	code = rdev->fault_code;
-	memcpy(reason, rdev->fault_reason, sizeof(reason));
-	spin_unlock(&rdev->state_lock);
+	code = rbln_get_fault(to_node(kobj)->rdev, reason, sizeof(reason));
 
 	if (!reason[0] && code == RBLN_FW_FAULT_NONE)
 		return sysfs_emit(buf, "\n");
@@ -142,7 +146,7 @@ static ssize_t heartbeat_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return -ENODEV;
-	beat = readq(rdev->ctrl + rbln_ctrl_off(heartbeat));
+	beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
 	drm_dev_exit(idx);
 	return sysfs_emit(buf, "%llu\n", beat);
 }
@@ -152,7 +156,7 @@ static struct kobj_attribute rbln_attr_family = __ATTR_RO(family);
 static ssize_t card_resets_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", READ_ONCE(to_node(kobj)->rdev->card_resets));
+	return sysfs_emit(buf, "%llu\n", rbln_reset_card_resets(to_node(kobj)->rdev));
 }
 
 /* heartbeat_losses: times the heartbeat watchdog found the firmware stopped. */
@@ -160,7 +164,7 @@ static ssize_t heartbeat_losses_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%llu\n",
-			  READ_ONCE(to_node(kobj)->rdev->heartbeat_losses));
+			  rbln_reset_heartbeat_losses(to_node(kobj)->rdev));
 }
 
 static struct kobj_attribute rbln_attr_heartbeat_losses = __ATTR_RO(heartbeat_losses);
@@ -254,12 +258,8 @@ static ssize_t busy_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 busy = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		busy = rbln_ring_busy_ns(&rdev->rings[node->chiplet]);
-	return sysfs_emit(buf, "%llu\n", busy);
+	return sysfs_emit(buf, "%llu\n", rbln_ring_busy_ns(node->rdev, node->chiplet));
 }
 
 /* ring_resets: times the driver reset this chiplet's ring (hung job). */
@@ -267,12 +267,8 @@ static ssize_t ring_resets_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 n = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		n = READ_ONCE(rdev->rings[node->chiplet].resets);
-	return sysfs_emit(buf, "%llu\n", n);
+	return sysfs_emit(buf, "%llu\n", rbln_ring_resets(node->rdev, node->chiplet));
 }
 
 /*
@@ -284,12 +280,9 @@ static ssize_t ring_cpls_polled_show(struct kobject *kobj,
 				     struct kobj_attribute *attr, char *buf)
 {
 	struct rbln_sysfs_node *node = to_node(kobj);
-	struct rbln_device *rdev = node->rdev;
-	u64 n = 0;
 
-	if (node->chiplet < rdev->ring_count)
-		n = READ_ONCE(rdev->rings[node->chiplet].cpls_polled);
-	return sysfs_emit(buf, "%llu\n", n);
+	return sysfs_emit(buf, "%llu\n",
+			  rbln_ring_cpls_polled(node->rdev, node->chiplet));
 }
 
 static struct kobj_attribute rbln_attr_busy_ns = __ATTR_RO(busy_ns);
@@ -341,38 +334,6 @@ static struct rbln_sysfs_node *rbln_sysfs_node_add(struct rbln_device *rdev,
 }
 
 /* ---- hwmon --------------------------------------------------------------- */
-
-/*
- * One GET_TELEMETRY answer serves all hwmon reads for
- * RBLN_TELEMETRY_CACHE_MS, so a monitoring daemon reading every file does
- * not turn into a stream of admin requests.
- */
-int rbln_telemetry_cached(struct rbln_device *rdev, struct rbln_fw_telemetry *t)
-{
-	struct rbln_fw_telemetry fresh;
-	int idx, ret = 0;
-
-	if (!drm_dev_enter(&rdev->drm, &idx))
-		return -ENODEV;
-	mutex_lock(&rdev->telem_lock);
-	if (!rdev->telem_valid ||
-	    time_after(jiffies, rdev->telem_stamp +
-			       msecs_to_jiffies(RBLN_TELEMETRY_CACHE_MS))) {
-		ret = rbln_fw_get_telemetry(rdev, &fresh);
-		if (!ret) {
-			rdev->telem = fresh;
-			rdev->telem_stamp = jiffies;
-			rdev->telem_valid = true;
-		}
-	}
-	if (!ret)
-		*t = rdev->telem;
-	mutex_unlock(&rdev->telem_lock);
-	drm_dev_exit(idx);
-	if (ret && ret != -ENODEV)
-		ret = -EIO;
-	return ret;
-}
 
 static const char *const rbln_hwmon_temp_labels[] = {
 	"card", "chiplet0", "chiplet1", "chiplet2", "chiplet3",
@@ -490,9 +451,9 @@ int rbln_sysfs_init(struct rbln_device *rdev)
 			kobject_put(&card->kobj);
 			return PTR_ERR(node);
 		}
-		rdev->sysfs_chiplet[i] = node;
+		rdev->sysfs.chiplet[i] = node;
 	}
-	WRITE_ONCE(rdev->sysfs_card, card);
+	WRITE_ONCE(rdev->sysfs.card, card);
 
 	hwmon = devm_hwmon_device_register_with_info(dev, RBLN_DRIVER_NAME,
 						     rdev, &rbln_hwmon_chip,
@@ -503,30 +464,51 @@ int rbln_sysfs_init(struct rbln_device *rdev)
 		rbln_sysfs_fini(rdev);
 		return PTR_ERR(hwmon);
 	}
-	rdev->hwmon = hwmon;
+	rdev->sysfs.hwmon = hwmon;
 	return 0;
 }
 
 /* Removes the directories; waits for running show() calls. */
 void rbln_sysfs_fini(struct rbln_device *rdev)
 {
-	struct rbln_sysfs_node *card = rdev->sysfs_card;
+	struct rbln_sysfs_node *card = rdev->sysfs.card;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(rdev->sysfs_chiplet); i++) {
-		if (rdev->sysfs_chiplet[i])
-			kobject_put(&rdev->sysfs_chiplet[i]->kobj);
-		rdev->sysfs_chiplet[i] = NULL;
+	for (i = 0; i < ARRAY_SIZE(rdev->sysfs.chiplet); i++) {
+		if (rdev->sysfs.chiplet[i])
+			kobject_put(&rdev->sysfs.chiplet[i]->kobj);
+		rdev->sysfs.chiplet[i] = NULL;
 	}
-	WRITE_ONCE(rdev->sysfs_card, NULL);
+	WRITE_ONCE(rdev->sysfs.card, NULL);
 	if (card)
 		kobject_put(&card->kobj);
 }
 
-void rbln_sysfs_notify_state(struct rbln_device *rdev)
-{
-	struct rbln_sysfs_node *card = READ_ONCE(rdev->sysfs_card);
+/* ---- uevents ------------------------------------------------------------ */
 
+/*
+ * A state change: a KOBJ_CHANGE uevent of the PCI function with
+ * RBLN_STATE=<state> (and RBLN_FAULT_CODE=<n> on a fault), and a
+ * sysfs_notify() of "state" for pollers.
+ */
+void rbln_sysfs_state_changed(struct rbln_device *rdev, enum rbln_state state,
+			      u32 fault_code)
+{
+	struct rbln_sysfs_node *card;
+	char state_env[40];
+	char code_env[40];
+	char *envp[3] = { state_env, NULL, NULL };
+
+	snprintf(state_env, sizeof(state_env), "RBLN_STATE=%s",
+		 rbln_state_str(state));
+	if (state == RBLN_STATE_FAULT) {
+		snprintf(code_env, sizeof(code_env), "RBLN_FAULT_CODE=%u",
+			 fault_code);
+		envp[1] = code_env;
+	}
+	kobject_uevent_env(&rdev->pdev->dev.kobj, KOBJ_CHANGE, envp);
+
+	card = READ_ONCE(rdev->sysfs.card);
 	if (card)
 		sysfs_notify(&card->kobj, NULL, "state");
 }
@@ -535,7 +517,7 @@ void rbln_sysfs_notify_state(struct rbln_device *rdev)
  * A ring reset: a KOBJ_CHANGE uevent of the PCI function with
  * RBLN_RING_RESET=<chiplet>.
  */
-void rbln_sysfs_notify_ring_reset(struct rbln_device *rdev, u32 ring)
+void rbln_sysfs_ring_reset(struct rbln_device *rdev, u32 ring)
 {
 	char env[32];
 	char *envp[2] = { env, NULL };

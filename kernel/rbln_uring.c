@@ -22,6 +22,8 @@
 #include <drm/drm_file.h>
 
 #include "rbln_drv.h"
+#include "rbln_job.h"
+#include "rbln_queue.h"
 
 struct rbln_uring_req {
 	struct kref ref;		/* the arming path + the completion */
@@ -62,11 +64,7 @@ static void rbln_uring_put(struct rbln_uring_req *req)
 static void rbln_uring_done(struct io_uring_cmd *cmd, int ret, u64 res2,
 			    unsigned int issue_flags)
 {
-#ifdef HAVE_IO_URING_CMD_DONE_RES2
-	io_uring_cmd_done(cmd, ret, res2, issue_flags);
-#else
-	io_uring_cmd_done32(cmd, ret, res2, issue_flags);
-#endif
+	rbln_io_uring_cmd_done(cmd, ret, res2, issue_flags);
 }
 
 static void rbln_uring_task_work(struct io_uring_cmd *cmd,

@@ -17,6 +17,7 @@
 #include <drm/drm_drv.h>
 
 #include "rbln_drv.h"
+#include "rbln_gem.h"
 
 static enum dma_data_direction rbln_userptr_dir(struct rbln_bo *bo)
 {
@@ -37,7 +38,7 @@ static void rbln_userptr_release(struct rbln_device *rdev, struct rbln_bo *bo)
 					    !(bo->flags & RBLN_BO_DEVICE_READ_ONLY));
 		kvfree(bo->pages);
 		bo->pages = NULL;
-		atomic64_sub((u64)bo->npages << PAGE_SHIFT, &rdev->pinned_bytes);
+		atomic64_sub((u64)bo->npages << PAGE_SHIFT, &rdev->gem.pinned_bytes);
 	}
 	if (bo->mm) {
 		account_locked_vm(bo->mm, bo->npages, false);
@@ -64,22 +65,10 @@ static struct dma_buf *rbln_userptr_export(struct drm_gem_object *obj,
 	return ERR_PTR(-EINVAL);
 }
 
-static int rbln_gem_userptr_open(struct drm_gem_object *obj,
-				 struct drm_file *file)
-{
-	return rbln_vma_add(to_rbln_bo(obj), &to_rbln_file(file)->vm);
-}
-
-static void rbln_gem_userptr_close(struct drm_gem_object *obj,
-				   struct drm_file *file)
-{
-	rbln_vma_put(to_rbln_bo(obj), &to_rbln_file(file)->vm);
-}
-
 static const struct drm_gem_object_funcs rbln_userptr_bo_funcs = {
 	.free = rbln_userptr_free,
-	.open = rbln_gem_userptr_open,
-	.close = rbln_gem_userptr_close,
+	.open = rbln_gem_open,
+	.close = rbln_gem_close,
 	.export = rbln_userptr_export,
 };
 
@@ -116,7 +105,7 @@ static int rbln_userptr_pin(struct rbln_device *rdev, struct rbln_bo *bo,
 		}
 		pinned += ret;
 	}
-	atomic64_add((u64)bo->npages << PAGE_SHIFT, &rdev->pinned_bytes);
+	atomic64_add((u64)bo->npages << PAGE_SHIFT, &rdev->gem.pinned_bytes);
 
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
 	if (!sgt)

@@ -10,23 +10,56 @@
  * When the page-table entries are written:
  *  - HBM, userptr and imported buffers: when the handle is created (their
  *    memory exists already);
- *  - host buffers: at their first device use (rbln_vm_prepare(): a job
- *    that names the buffer, or the debug access), when their shmem pages
- *    are allocated and DMA-mapped.
+ *  - host buffers: at their first device use (rbln_vm_prepare_bo() for a
+ *    job that names the buffer, rbln_vm_prepare() for the debug access),
+ *    when their shmem pages are allocated and DMA-mapped.
  *
  * The card learns about a VM (VM_BIND) only at its first device use too:
  * until then page-table changes need no TLB invalidation, so creating and
  * freeing buffers in a VM the card never used costs no card round trip.
  *
- * Lock order: bo->lock, then vm->lock.
+ * Locks: see "Locking" in rbln_drv.h (bo->lock, then vm->lock).
  */
 #include <linux/dma-resv.h>
+#include <linux/dmapool.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 
 #include "rbln_drv.h"
+#include "rbln_gem.h"
+#include "rbln_hbm.h"
+#include "rbln_vm.h"
+
+static void rbln_vms_fini(struct drm_device *drm, void *arg)
+{
+	dma_pool_destroy(to_rbln(drm)->vms.pt_pool);
+}
+
+/* Probe, before the IRQs (an MMU fault event looks VMs up): the VM table. */
+int rbln_vms_init(struct rbln_device *rdev)
+{
+	xa_init_flags(&rdev->vms.xa, XA_FLAGS_ALLOC1);
+	return drmm_mutex_init(&rdev->drm, &rdev->vms.list_lock);
+}
+
+/*
+ * Probe, once the card is up: the page-table pool.  It lives as long as
+ * the drm_device (open files may outlive the PCI binding), not the bind.
+ */
+int rbln_vms_alloc(struct rbln_device *rdev)
+{
+	struct rbln_vms *vms = &rdev->vms;
+
+	vms->pt_pool = dma_pool_create("rbln-pt", &rdev->pdev->dev,
+				       RBLN_FW_PAGE_SIZE, RBLN_FW_PAGE_SIZE, 0);
+	if (!vms->pt_pool)
+		return -ENOMEM;
+	return drmm_add_action_or_reset(&rdev->drm, rbln_vms_fini, NULL);
+}
 
 int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
 {
@@ -41,7 +74,7 @@ int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = xa_alloc(&rdev->vms, &vm->asid, vm,
+	ret = xa_alloc(&rdev->vms.xa, &vm->asid, vm,
 		       XA_LIMIT(1, RBLN_FW_MAX_ASID - 1), GFP_KERNEL);
 	if (ret) {
 		if (ret == -EBUSY) {
@@ -68,7 +101,7 @@ err:
  * card is restarted, and forgets every binding and translation, before it
  * runs anything again.
  */
-bool rbln_vm_request_failed(struct rbln_device *rdev, int ret)
+static bool rbln_vm_request_failed(struct rbln_device *rdev, int ret)
 {
 	return ret && ret != -ENODEV && rbln_get_state(rdev) == RBLN_STATE_READY;
 }
@@ -91,36 +124,50 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	 * and then binds again the VMs it finds: not this one.  reset_lock
 	 * keeps the recovery out until the unbind is done.
 	 */
-	mutex_lock(&rdev->reset_lock);
-	mutex_lock(&rdev->vm_debug_lock);
-	xa_cmpxchg(&rdev->vms, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
-	mutex_unlock(&rdev->vm_debug_lock);
+	rbln_reset_lock(rdev);
+	mutex_lock(&rdev->vms.list_lock);
+	xa_cmpxchg(&rdev->vms.xa, vm->asid, vm, XA_ZERO_ENTRY, GFP_KERNEL);
+	mutex_unlock(&rdev->vms.list_lock);
 	if (vm->bound) {
-		ret = rbln_fw_vm_unbind(rdev, vm->asid);
+		ret = rbln_msg_vm_unbind(rdev, vm->asid);
 		if (rbln_vm_request_failed(rdev, ret))
 			drm_warn(&rdev->drm, "VM_UNBIND of asid %u failed: %d\n",
 				 vm->asid, ret);
 	}
-	mutex_unlock(&rdev->reset_lock);
-	xa_release(&rdev->vms, vm->asid);
+	rbln_reset_unlock(rdev);
+	xa_release(&rdev->vms.xa, vm->asid);
 	rbln_pt_free_tree(rdev, vm->root);
 	drm_WARN_ON(&rdev->drm, !drm_mm_clean(&vm->mm));
 	drm_mm_takedown(&vm->mm);
 	mutex_destroy(&vm->lock);
 }
 
-int rbln_vm_bind_locked(struct rbln_vm *vm)
+static int rbln_vm_bind_locked(struct rbln_vm *vm)
 {
 	int ret;
 
 	lockdep_assert_held(&vm->lock);
 	if (vm->bound)
 		return 0;
-	ret = rbln_fw_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
+	ret = rbln_msg_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
 	if (ret)
 		return ret;
 	vm->bound = true;
 	return 0;
+}
+
+/* First device use of @vm: the card learns it (VM_BIND), once. */
+int rbln_vm_bind(struct rbln_vm *vm)
+{
+	int ret;
+
+	/* Set once; a card recovery binds it again with the rings stopped. */
+	if (READ_ONCE(vm->bound))
+		return 0;
+	mutex_lock(&vm->lock);
+	ret = rbln_vm_bind_locked(vm);
+	mutex_unlock(&vm->lock);
+	return ret;
 }
 
 static u64 rbln_vma_pte_flags(struct rbln_bo *bo)
@@ -148,14 +195,14 @@ static int rbln_vma_map_locked(struct rbln_vma *vma, struct sg_table *sgt)
 	lockdep_assert_held(&vm->lock);
 
 	if (bo->kind == RBLN_BO_KIND_HBM) {
-		struct rbln_hbm *h = &rdev->hbm[bo->chiplet];
 		struct rbln_buddy_block *block;
 
 		list_for_each_entry(block, &bo->blocks, link) {
-			u64 len = rbln_buddy_block_size(&h->mm, block);
+			u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
 
-			ret = rbln_pt_map(vm, va, h->bar_offset +
-					  rbln_buddy_block_offset(block), len, flags);
+			ret = rbln_pt_map(vm, va,
+					  rbln_hbm_block_addr(rdev, bo->chiplet, block),
+					  len, flags);
 			if (ret)
 				break;
 			va += len;
@@ -188,7 +235,7 @@ static int rbln_vma_map_locked(struct rbln_vma *vma, struct sg_table *sgt)
 	return 0;
 }
 
-struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm)
+static struct rbln_vma *rbln_vma_find(struct rbln_bo *bo, struct rbln_vm *vm)
 {
 	struct rbln_vma *vma;
 
@@ -281,9 +328,9 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
 	if (vma->mapped) {
 		rbln_pt_unmap(vm, vma->node.start, vma->node.size);
 		if (vm->bound) {
-			ret = rbln_fw_tlb_invalidate(rdev, vm->asid,
-						     vma->node.start,
-						     vma->node.size);
+			ret = rbln_msg_tlb_invalidate(rdev, vm->asid,
+						      vma->node.start,
+						      vma->node.size);
 			if (rbln_vm_request_failed(rdev, ret))
 				dev_warn_ratelimited(rdev->drm.dev,
 						     "TLB invalidation of asid %u failed (%d): the card is not answering\n",
@@ -301,7 +348,7 @@ void rbln_vma_put(struct rbln_bo *bo, struct rbln_vm *vm)
  * with bo->lock held, which keeps @vma (GEM close takes it off the
  * buffer's list under that lock before it frees it).
  */
-int rbln_vma_populate_locked(struct rbln_vma *vma)
+static int rbln_vma_populate_locked(struct rbln_vma *vma)
 {
 	struct rbln_bo *bo = vma->bo;
 	struct sg_table *sgt;
@@ -323,7 +370,7 @@ int rbln_vma_populate_locked(struct rbln_vma *vma)
  * host buffers in the range get their pages and entries.  Addresses with
  * no buffer stay unmapped (the access will fault, as it should).
  */
-int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
+static int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 {
 	struct drm_gem_object *objs[8];
 	struct drm_mm_node *node;
@@ -338,12 +385,10 @@ int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 	start = max(va, RBLN_VA_START);
 	end = va + len < va ? RBLN_VA_END : min(va + len, RBLN_VA_END);
 
-	mutex_lock(&vm->lock);
-	ret = rbln_vm_bind_locked(vm);
-	if (ret) {
-		mutex_unlock(&vm->lock);
+	ret = rbln_vm_bind(vm);
+	if (ret)
 		return ret;
-	}
+	mutex_lock(&vm->lock);
 	for (;;) {
 		n = 0;
 		if (start >= end) {
@@ -381,6 +426,160 @@ int rbln_vm_prepare(struct rbln_vm *vm, u64 va, u64 len)
 	}
 }
 
+/*
+ * A job names @bo: host buffers get their pages and entries in @vm at
+ * their first device use.  The buffer's device VA in @vm goes to *@va;
+ * -ENOENT if @bo has no handle in @vm's file.
+ */
+int rbln_vm_prepare_bo(struct rbln_vm *vm, struct rbln_bo *bo, u64 *va)
+{
+	struct rbln_vma *vma;
+	int ret = 0;
+
+	/*
+	 * The lock keeps the vma against a concurrent GEM close, which takes
+	 * it off the buffer's list (under this lock) before it unmaps it:
+	 * one seen mapped here stays mapped.
+	 */
+	mutex_lock(&bo->lock);
+	vma = rbln_vma_find(bo, vm);
+	if (!vma)
+		ret = -ENOENT;
+	else if (!vma->mapped)
+		ret = rbln_vma_populate_locked(vma);
+	if (!ret)
+		*va = vma->node.start;
+	mutex_unlock(&bo->lock);
+	return ret;
+}
+
+/* The device VA of @bo in @vm, 0 if @bo has no handle in @vm's file. */
+u64 rbln_vma_va(struct rbln_bo *bo, struct rbln_vm *vm)
+{
+	struct rbln_vma *vma;
+	u64 va;
+
+	mutex_lock(&bo->lock);
+	vma = rbln_vma_find(bo, vm);
+	va = vma ? vma->node.start : 0;
+	mutex_unlock(&bo->lock);
+	return va;
+}
+
+/*
+ * At release, when @busy_queues of the file's queues still had jobs after
+ * release_grace_ms: the VM runs nothing more.  Jobs not yet on the card
+ * fail in run_job(), and a firmware-iface 1.3 card cancels the ones it
+ * holds (VM_ABORT) at their next packet boundary or inside a WAIT.
+ */
+void rbln_vm_close(struct rbln_vm *vm, unsigned int busy_queues)
+{
+	struct rbln_device *rdev = vm->rdev;
+	int idx, ret = 0;
+
+	WRITE_ONCE(vm->closed, true);
+	if (rdev->id.iface_minor < 3 || !drm_dev_enter(&rdev->drm, &idx))
+		return;
+	/* As a recovery takes them: it rebinds (and so un-aborts) VMs. */
+	rbln_reset_lock(rdev);
+	mutex_lock(&vm->lock);
+	if (vm->bound && rbln_get_state(rdev) == RBLN_STATE_READY)
+		ret = rbln_msg_vm_abort(rdev, vm->asid);
+	mutex_unlock(&vm->lock);
+	rbln_reset_unlock(rdev);
+	drm_dev_exit(idx);
+	if (ret)
+		drm_warn(&rdev->drm, "VM_ABORT of asid %u failed (%d): its jobs run on\n",
+			 vm->asid, ret);
+	else
+		drm_dbg_driver(&rdev->drm, "asid %u: %u queue(s) busy %u ms after release\n",
+			       vm->asid, busy_queues, rbln_release_grace_ms);
+}
+
+/* Card recovery: bind every VM the card knew again (it forgot all of them). */
+void rbln_vms_rebind(struct rbln_device *rdev)
+{
+	struct rbln_vm *vm;
+	unsigned long asid;
+	int ret;
+
+	mutex_lock(&rdev->vms.list_lock);	/* no VM goes away meanwhile */
+	xa_for_each(&rdev->vms.xa, asid, vm) {
+		mutex_lock(&vm->lock);
+		if (vm->bound) {
+			vm->bound = false;
+			ret = rbln_vm_bind_locked(vm);
+			/*
+			 * Unbound, the VM is bound at its next job.  A card
+			 * that faulted again fails this attempt anyway.
+			 */
+			if (rbln_vm_request_failed(rdev, ret))
+				drm_err(&rdev->drm, "recovery: VM_BIND of asid %lu: %d\n",
+					asid, ret);
+		}
+		mutex_unlock(&vm->lock);
+	}
+	mutex_unlock(&rdev->vms.list_lock);
+}
+
+/*
+ * debugfs vm_access: the card reads or writes @len bytes at @va of @asid
+ * through its MMU.  A VM that exists is bound and its host buffers in the
+ * range mapped first, as for a job; list_lock keeps it meanwhile.
+ */
+int rbln_vm_debug_access(struct rbln_device *rdev, u32 asid, bool write,
+			 u64 va, void *buf, u32 len)
+{
+	struct rbln_vm *vm;
+	int ret;
+
+	mutex_lock(&rdev->vms.list_lock);
+	vm = xa_load(&rdev->vms.xa, asid);
+	ret = vm ? rbln_vm_prepare(vm, va, len) : 0;
+	if (!ret)
+		ret = rbln_msg_debug_access(rdev, asid, write, va, buf, len);
+	mutex_unlock(&rdev->vms.list_lock);
+	return ret;
+}
+
+/* The completion interrupt: a job of @vm faulted, its later jobs fail too. */
+void rbln_vm_set_faulted(struct rbln_vm *vm)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vm->fault_lock, flags);
+	vm->flags |= RBLN_VM_FAULTED;
+	spin_unlock_irqrestore(&vm->fault_lock, flags);
+}
+
+u64 rbln_vm_fault_count(struct rbln_vm *vm)
+{
+	u64 n;
+
+	spin_lock_irq(&vm->fault_lock);
+	n = vm->fault_count;
+	spin_unlock_irq(&vm->fault_lock);
+	return n;
+}
+
+/* RBLN_INFO_VM */
+void rbln_vm_info(struct rbln_vm *vm, struct drm_rbln_info_vm *v)
+{
+	v->asid = vm->asid;
+	v->va_start = RBLN_VA_START;
+	v->va_end = RBLN_VA_END;
+	mutex_lock(&vm->lock);
+	v->mapped_bytes = vm->mapped_bytes;
+	mutex_unlock(&vm->lock);
+	spin_lock_irq(&vm->fault_lock);
+	v->flags = vm->flags;
+	v->fault_count = vm->fault_count;
+	v->fault_va = vm->fault_va;
+	v->fault_access = vm->fault_access;
+	v->fault_reason = vm->fault_reason;
+	spin_unlock_irq(&vm->fault_lock);
+}
+
 static const char *rbln_mmu_reason_name(u32 reason)
 {
 	switch (reason) {
@@ -410,9 +609,8 @@ void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 	unsigned long flags;
 	struct rbln_vm *vm;
 
-	atomic64_inc(&rdev->mmu_faults);
-	xa_lock(&rdev->vms);
-	vm = xa_load(&rdev->vms, asid);
+	xa_lock(&rdev->vms.xa);
+	vm = xa_load(&rdev->vms.xa, asid);
 	if (vm) {
 		spin_lock_irqsave(&vm->fault_lock, flags);
 		if (!vm->fault_count) {
@@ -424,7 +622,7 @@ void rbln_vm_mmu_fault(struct rbln_device *rdev, u32 asid, u64 va,
 		vm->flags |= RBLN_VM_FAULTED;
 		spin_unlock_irqrestore(&vm->fault_lock, flags);
 	}
-	xa_unlock(&rdev->vms);
+	xa_unlock(&rdev->vms.xa);
 
 	dev_warn_ratelimited(rdev->drm.dev,
 			     "MMU fault: asid %u %s at 0x%llx: %s%s\n", asid,

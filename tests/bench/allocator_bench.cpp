@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 
 namespace {

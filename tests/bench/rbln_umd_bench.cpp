@@ -62,14 +62,14 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
-#include "rbln/command.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/device.hpp"
 #include "rbln/discovery.hpp"
-#include "rbln/kernel.hpp"
 #include "rbln/stream.hpp"
-#include "rbln/submitter.hpp"
 
 namespace {
 

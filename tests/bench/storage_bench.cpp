@@ -31,8 +31,9 @@
 #include <string>
 #include <thread>
 
-#include "explain_hooks.hpp"
+#include "diag/explain_hooks.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/device.hpp"
 #include "rbln/explain.hpp"

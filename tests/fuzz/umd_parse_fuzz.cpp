@@ -20,9 +20,9 @@
 #include <string_view>
 
 #include "fuzz_seeds.h"
+#include "kernel/fw_ctrl.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/fdinfo.hpp"
-#include "rbln/fw_ctrl.hpp"
 #include "rbln/rbln.h"
 #include "rbln_fw_ctrl.h"
 

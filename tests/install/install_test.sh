@@ -4,7 +4,14 @@
 # Installs librbln from a build tree into a staging directory and builds two
 # consumers against the installed files only: a C program through
 # pkg-config (rbln.pc, rbln.h) and a C++ program through find_package(rbln)
-# (rbln::rbln and rbln::rbln_static).  Runs them and checks the version.
+# (rbln::rbln and rbln::rbln_static) that uses the umbrella header as a
+# framework would (devices, streams, storages, operators, the allocator's
+# statistics).  Runs them and checks the version.
+#
+# The public surface: exactly the headers of umd/include/rbln are
+# installed (none of umd/src's internal ones), each compiles on its own
+# against the install alone, and librbln.so exports no internal symbol
+# (check_exports.sh, which also prints how many it exports).
 #
 #   install_test.sh BUILD_DIR EXPECTED_VERSION
 #
@@ -34,10 +41,36 @@ libdir=$(dirname "$(dirname "$pc")")
 for f in include/rbln/rbln.h include/rbln/rbln.hpp; do
 	[ -f "$prefix/$f" ] || fail "$f not installed"
 done
+# The installed headers are the public ones, no more, no less.
+src=$(cd "$here/../.." && pwd)/umd
+want_headers=$(cd "$src/include" && find rbln -type f | sort)
+got_headers=$(cd "$prefix/include" && find rbln -type f | sort)
+[ "$got_headers" = "$want_headers" ] ||
+	fail "installed headers differ from umd/include/rbln:
+$(diff <(echo "$want_headers") <(echo "$got_headers") | sed -n 's/^[<>]/   &/p')"
+while read -r internal; do
+	name=$(basename "$internal")
+	[ -z "$(find "$prefix/include" -name "$name")" ] || fail "internal header $name installed"
+done < <(find "$src/src" -name '*.hpp' -o -name '*.h')
+# Each header compiles alone against the install (no source tree, no
+# uAPI or firmware-iface headers); the C ones as C too.
+for h in $got_headers; do
+	echo "#include <$h>" >"$tmp/one.cpp"
+	c++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/one.cpp" ||
+		fail "$h does not compile on its own against the installed headers"
+	case $h in
+	*.h)
+		printf '#include <%s>\nint one;\n' "$h" >"$tmp/one.c"
+		cc -std=c11 -pedantic -Wall -Werror -fsyntax-only -I"$prefix/include" "$tmp/one.c" ||
+			fail "$h does not compile as C on its own"
+		;;
+	esac
+done
 [ -f "$libdir/librbln.a" ] || fail "librbln.a not installed"
 soname=$(readelf -d "$libdir/librbln.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "librbln.so.${want%%.*}" ] || fail "soname '$soname', want librbln.so.${want%%.*}"
 [ -f "$libdir/$soname" ] || fail "$soname not installed"
+"$here/check_exports.sh" "$libdir/$soname" "$prefix/include"
 
 # C through pkg-config.
 export PKG_CONFIG_PATH=$libdir/pkgconfig
@@ -75,7 +108,7 @@ for exe in "$tmp/consumer_c" "$tmp/consumer_c_static" "$tmp/cxx/consumer_shared"
 	out=$("$exe") || fail "$(basename "$exe") exited with $?"
 	echo "$out"
 	case $out in
-	*"librbln $want, "*" logical devices") ;;
+	*"librbln $want, "*" logical devices"*) ;;
 	*) fail "$(basename "$exe") printed '$out'" ;;
 	esac
 done

@@ -14,9 +14,11 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/rbln_alloc.h"
+#include "testing.hpp"
 
 namespace rbln::test::allocator_kernel_test {
 namespace {
@@ -39,6 +41,31 @@ TEST(AllocatorKernel, SegmentsAreHbmBuffersOfTheChosenChiplet) {
     a->empty_cache();
     EXPECT_EQ(k->buffer_count(), 0u) << "GEM close";
     EXPECT_EQ(k->count(KernelOp::GemClose), 1);
+}
+
+// Device::allocate takes its HBM from the device's caching allocator, so a
+// framework's every device allocation shows in memory_stats().
+TEST(AllocatorKernel, DeviceAllocateComesFromTheCachingAllocatorAndShowsInItsStatistics) {
+    auto k = std::make_shared<FakeKernel>();
+    auto dev = fake_device(k, Path::Ioctl);
+    const std::size_t buffers = k->buffer_count(); // the device's own (command, staging)
+    std::shared_ptr<Memory> m = dev->allocate(1000, 2);
+    DeviceAllocator& a = dev->allocator();
+    EXPECT_EQ(a.memory_allocated(), 1024u);
+    EXPECT_EQ(a.memory_reserved(), 2 * MiB);
+    EXPECT_EQ(a.memory_stats().at("requested_bytes.all.current"), 1000);
+    EXPECT_EQ(k->hbm_used(2), 2 * MiB) << "on the chiplet asked for";
+    EXPECT_EQ(m->chiplet(), 2u);
+    EXPECT_EQ(m->size(), 1000u);
+    EXPECT_NE(k->translate(m->device_va(), m->size()), nullptr);
+    std::shared_ptr<Memory> n = dev->allocate(1000, 2);
+    EXPECT_EQ(k->buffer_count(), buffers + 1) << "both blocks from one cached segment";
+    m.reset();
+    n.reset();
+    EXPECT_EQ(a.memory_allocated(), 0u);
+    EXPECT_EQ(a.memory_reserved(), 2 * MiB) << "cached, as PyTorch's";
+    a.empty_cache();
+    EXPECT_EQ(k->buffer_count(), buffers);
 }
 
 // A fork() child shares the parent's open file: its copy of the allocator
@@ -144,17 +171,19 @@ TEST(AllocatorKernel, StreamsHaveDistinctIds) {
 class AllocatorCApi : public ::testing::Test {
 protected:
     void SetUp() override {
-        reset_process_allocators([this](unsigned index) {
+        ProcessOptions p;
+        p.allocator = [this](unsigned index) {
             return DeviceAllocator::for_kernels(index, {{0, k}});
-        });
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override { reset_process_allocators(); }
+    void TearDown() override { reset_process_for_tests(); }
     std::shared_ptr<FakeKernel> k = std::make_shared<FakeKernel>();
 };
 
 TEST_F(AllocatorCApi, AllocateFreeAndStatistics) {
     std::uint64_t va = 0;
-    ASSERT_EQ(rbln_caching_alloc(0, 1000, 0, 1, &va), RBLN_OK) << rbln_alloc_last_error_message();
+    ASSERT_EQ(rbln_caching_alloc(0, 1000, 0, 1, &va), RBLN_OK) << rbln_last_error_message();
     EXPECT_NE(va, 0u);
     rbln_alloc_block_info info{};
     info.struct_size = sizeof(info);
@@ -174,7 +203,7 @@ TEST_F(AllocatorCApi, AllocateFreeAndStatistics) {
     ASSERT_EQ(rbln_memory_stat(0, "npu.0.chiplet.1.segment.small_pool.current", &v), RBLN_OK);
     EXPECT_EQ(v, 1);
     EXPECT_EQ(rbln_memory_stat(0, "no.such.key", &v), RBLN_ERR_INVALID_ARGUMENT);
-    EXPECT_THAT(rbln_alloc_last_error_message(), HasSubstr("no memory statistic 'no.such.key'"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("no memory statistic 'no.such.key'"));
     ASSERT_EQ(rbln_caching_free(0, va), RBLN_OK);
     EXPECT_EQ(rbln_caching_free(0, va), RBLN_ERR_INVALID_ARGUMENT) << "freed twice";
     ASSERT_EQ(rbln_max_memory_allocated(0, &bytes), RBLN_OK);
@@ -207,7 +236,7 @@ TEST_F(AllocatorCApi, OutOfMemoryAndBadArgumentsReturnStatuses) {
     std::uint64_t va = 1;
     EXPECT_EQ(rbln_caching_alloc(0, 600 * MiB, 0, RBLN_PLACE_DEFAULT, &va), RBLN_ERR_OUT_OF_MEMORY);
     EXPECT_EQ(va, 0u);
-    EXPECT_THAT(rbln_alloc_last_error_message(), HasSubstr("NPU 0 chiplet 0 is out of memory"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("NPU 0 chiplet 0 is out of memory"));
     EXPECT_EQ(rbln_caching_alloc(0, 512, 0, 9, &va), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_caching_alloc(0, 512, 0, 0, nullptr), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_caching_alloc(-1, 512, 0, 0, &va), RBLN_ERR_NO_DEVICE);

@@ -2,6 +2,7 @@
 // The C ABI used from a C translation unit (rbln.h must be valid C).
 
 #include "rbln/rbln.h"
+#include "testing.h"
 
 #include <string.h>
 

@@ -59,7 +59,7 @@ TEST(CApiExplain, ARegionCountsAPartialWriteOfADeviceResultAsSignals) {
 TEST(CApiExplain, AnEmptyRegionIsCleanAndBadArgumentsAreRefused) {
     rbln_explain* r = nullptr;
     EXPECT_EQ(rbln_explain_begin(nullptr, nullptr, 0, nullptr), RBLN_ERR_INVALID_ARGUMENT);
-    EXPECT_THAT(rbln_explain_last_error_message(), HasSubstr("region is NULL"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("region is NULL"));
     ASSERT_EQ(rbln_explain_begin(nullptr, nullptr, 0, &r), RBLN_OK);
     rbln_explain_counts n{};
     n.struct_size = sizeof(n);

@@ -18,6 +18,7 @@
 #include "rbln/host_allocator.hpp"
 #include "rbln/rbln.h"
 #include "rbln/rbln_host.h"
+#include "testing.hpp"
 
 extern "C" int rbln_test_host_from_c(void);
 
@@ -31,27 +32,21 @@ protected:
     void SetUp() override {
         fake.load_driver("0.1.0");
         fake.add_card(CardSpec{});
-        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
-        DeviceOptions o;
-        o.submitter.use_io_uring = false;
-        o.submitter.warn = [](const std::string&) {};
-        Device::reset_process_devices(
-            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                auto k = std::make_unique<FakeKernel>();
-                k->run_packets = true;
-                return std::unique_ptr<KernelInterface>(std::move(k));
-            },
-            o);
-        reset_process_host_allocators();
+        ProcessOptions p;
+        p.runtime.root = fake.root();
+        p.device.submitter.use_io_uring = false;
+        p.device.submitter.warn = [](const std::string&) {};
+        p.opener = [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            auto k = std::make_unique<FakeKernel>();
+            k->run_packets = true;
+            return std::unique_ptr<KernelInterface>(std::move(k));
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override {
-        reset_process_host_allocators();
-        Device::reset_process_devices();
-        rbln_set_root(nullptr);
-    }
+    void TearDown() override { reset_process_for_tests(); }
     static std::int64_t stat(const char* key) {
         std::int64_t v = -1;
-        EXPECT_EQ(rbln_host_memory_stat(0, key, &v), RBLN_OK) << rbln_host_last_error_message();
+        EXPECT_EQ(rbln_host_memory_stat(0, key, &v), RBLN_OK) << rbln_last_error_message();
         return v;
     }
 
@@ -60,7 +55,7 @@ protected:
 
 TEST_F(CHost, BlocksArePinnedAndCopiesThroughThemAreAsync) {
     void* p = nullptr;
-    ASSERT_EQ(rbln_host_alloc(0, 4096, &p), RBLN_OK) << rbln_host_last_error_message();
+    ASSERT_EQ(rbln_host_alloc(0, 4096, &p), RBLN_OK) << rbln_last_error_message();
     rbln_buffer* d = nullptr;
     ASSERT_EQ(rbln_malloc(0, 2048, &d), RBLN_OK);
     std::memset(p, 0x5a, 2048);
@@ -103,11 +98,11 @@ TEST_F(CHost, BadArgumentsAreInvalidWithAMessage) {
     EXPECT_EQ(rbln_host_alloc(-1, 10, &p), RBLN_ERR_INVALID_ARGUMENT);
     int local = 0;
     EXPECT_EQ(rbln_host_free(&local), RBLN_ERR_INVALID_ARGUMENT);
-    EXPECT_THAT(rbln_host_last_error_message(), HasSubstr("not returned by rbln_host_alloc"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("not returned by rbln_host_alloc"));
     EXPECT_EQ(rbln_host_free(nullptr), RBLN_OK);
     std::int64_t v = 0;
     EXPECT_EQ(rbln_host_memory_stat(0, "no.such.key", &v), RBLN_ERR_INVALID_ARGUMENT);
-    EXPECT_THAT(rbln_host_last_error_message(), HasSubstr("no.such.key"));
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("no.such.key"));
     rbln_huge_host* h = nullptr;
     EXPECT_EQ(rbln_huge_host_empty(0, 0, &h, nullptr), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(rbln_huge_host_empty(7, 4096, &h, nullptr), RBLN_ERR_NO_DEVICE);
@@ -117,8 +112,7 @@ TEST_F(CHost, BadArgumentsAreInvalidWithAMessage) {
 TEST_F(CHost, HugeBuffersReportTheirBackingAndSize) {
     rbln_huge_host* h = nullptr;
     void* data = nullptr;
-    ASSERT_EQ(rbln_huge_host_empty(0, 3u << 20, &h, &data), RBLN_OK)
-        << rbln_host_last_error_message();
+    ASSERT_EQ(rbln_huge_host_empty(0, 3u << 20, &h, &data), RBLN_OK) << rbln_last_error_message();
     rbln_huge_host_info info{};
     info.struct_size = sizeof(info);
     ASSERT_EQ(rbln_huge_host_get_info(h, &info), RBLN_OK);
@@ -136,7 +130,7 @@ TEST_F(CHost, HugeBuffersReportTheirBackingAndSize) {
 }
 
 TEST_F(CHost, TheHeaderWorksFromC) {
-    EXPECT_EQ(rbln_test_host_from_c(), 0) << rbln_host_last_error_message();
+    EXPECT_EQ(rbln_test_host_from_c(), 0) << rbln_last_error_message();
 }
 
 } // namespace

@@ -14,6 +14,8 @@
 #include "fake_sysfs.hpp"
 #include "rbln/device.hpp"
 #include "rbln/rbln.h"
+#include "rbln/rbln_alloc.h"
+#include "testing.hpp"
 
 namespace rbln::test::c_api_stream_test {
 namespace {
@@ -25,19 +27,18 @@ protected:
     void SetUp() override {
         fake.load_driver("0.1.0");
         fake.add_card(CardSpec{});
-        ASSERT_EQ(rbln_set_root(fake.root().c_str()), RBLN_OK);
         k = std::make_shared<FakeKernel>();
         k->run_packets = true;
-        DeviceOptions o;
+        ProcessOptions p;
+        p.runtime.root = fake.root();
         k->rings = fake_ring_factory(*k);
-        Device::reset_process_devices(
-            [this](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                // The device shares the fake with the test (non-owning view).
-                return std::unique_ptr<KernelInterface>(std::make_unique<Forward>(*k));
-            },
-            o);
+        p.opener = [this](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            // The device shares the fake with the test (non-owning view).
+            return std::unique_ptr<KernelInterface>(std::make_unique<Forward>(*k));
+        };
+        reset_process_for_tests(std::move(p));
     }
-    void TearDown() override { rbln_set_root(nullptr); }
+    void TearDown() override { reset_process_for_tests(); }
 
     // A KernelInterface that forwards to the test's FakeKernel.
     struct Forward final : KernelInterface {
@@ -125,6 +126,28 @@ TEST_F(CStreams, CopiesRoundTripAndEventsTimeThem) {
     EXPECT_EQ(rbln_buffer_free(d), RBLN_OK);
     EXPECT_EQ(rbln_buffer_free(h), RBLN_OK);
     EXPECT_EQ(rbln_stream_destroy(s), RBLN_OK);
+}
+
+// rbln_malloc's HBM comes from the device's caching allocator: it shows in
+// rbln_alloc.h's statistics and goes back to the cache when freed.
+TEST_F(CStreams, MallocShowsInTheMemoryStatisticsOfTheDevice) {
+    std::uint64_t allocated = 1;
+    ASSERT_EQ(rbln_memory_allocated(0, &allocated), RBLN_OK) << rbln_last_error_message();
+    EXPECT_EQ(allocated, 0u);
+    rbln_buffer* d = nullptr;
+    ASSERT_EQ(rbln_malloc(0, 4000, &d), RBLN_OK) << rbln_last_error_message();
+    ASSERT_EQ(rbln_memory_allocated(0, &allocated), RBLN_OK);
+    EXPECT_EQ(allocated, 4096u);
+    EXPECT_EQ(Device::get(0)->allocator().memory_allocated(), 4096u);
+    std::int64_t requested = 0;
+    ASSERT_EQ(rbln_memory_stat(0, "requested_bytes.all.current", &requested), RBLN_OK);
+    EXPECT_EQ(requested, 4000);
+    ASSERT_EQ(rbln_buffer_free(d), RBLN_OK);
+    ASSERT_EQ(rbln_memory_allocated(0, &allocated), RBLN_OK);
+    EXPECT_EQ(allocated, 0u);
+    std::uint64_t reserved = 0;
+    ASSERT_EQ(rbln_memory_reserved(0, &reserved), RBLN_OK);
+    EXPECT_EQ(reserved, 2u << 20) << "the segment stays cached";
 }
 
 TEST_F(CStreams, AFailedJobIsTheStatusOfTheNextSynchronize) {

@@ -10,6 +10,7 @@
 
 #include "fake_sysfs.hpp"
 #include "rbln/rbln.h"
+#include "testing.h"
 
 extern "C" int rbln_test_count_from_c(const char* root, char* serial);
 

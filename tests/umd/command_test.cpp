@@ -7,7 +7,7 @@
 #include <array>
 #include <cstring>
 
-#include "rbln/command.hpp"
+#include "exec/command.hpp"
 #include "rbln/error.hpp"
 #include "rbln_fw_cmd.h"
 

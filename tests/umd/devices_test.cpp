@@ -13,12 +13,14 @@
 #include <unistd.h>
 #include <vector>
 
+#include "exec/command.hpp"
+#include "exec/submitter.hpp"
 #include "fake_kernel.hpp"
 #include "fake_sysfs.hpp"
-#include "rbln/command.hpp"
 #include "rbln/device.hpp"
 #include "rbln/devices.hpp"
 #include "rbln/stream.hpp"
+#include "testing.hpp"
 
 namespace rbln::test::devices_test {
 namespace {
@@ -616,24 +618,20 @@ TEST_F(RuntimeTest, GrandchildOfAChildThatCommittedIsRefusedToo) {
 class ProcessDevicesOverFakes {
 public:
     explicit ProcessDevicesOverFakes(RuntimeOptions options) {
-        Runtime::reset_process(std::move(options));
-        DeviceOptions o;
-        o.submitter.warn = [](const std::string&) {};
-        Device::reset_process_devices(
-            [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
-                auto k = std::make_unique<FakeKernel>();
-                return std::unique_ptr<KernelInterface>(std::move(k));
-            },
-            o);
+        ProcessOptions p;
+        p.runtime = std::move(options);
+        p.device.submitter.warn = [](const std::string&) {};
+        p.opener = [](const std::string&) -> Result<std::unique_ptr<KernelInterface>> {
+            auto k = std::make_unique<FakeKernel>();
+            return std::unique_ptr<KernelInterface>(std::move(k));
+        };
+        reset_process_for_tests(std::move(p));
     }
     ProcessDevicesOverFakes(const ProcessDevicesOverFakes&) = delete;
     ProcessDevicesOverFakes& operator=(const ProcessDevicesOverFakes&) = delete;
     ProcessDevicesOverFakes(ProcessDevicesOverFakes&&) = delete;
     ProcessDevicesOverFakes& operator=(ProcessDevicesOverFakes&&) = delete;
-    ~ProcessDevicesOverFakes() {
-        Device::reset_process_devices();
-        Runtime::reset_process(RuntimeOptions{});
-    }
+    ~ProcessDevicesOverFakes() { reset_process_for_tests(); }
 };
 
 // 0 if @use throws the spawn error (Errc::BadFork, saying what to do), else

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "fake_sysfs.hpp"
+#include "kernel/sysfs.hpp"
 #include "rbln/error.hpp"
-#include "rbln/sysfs.hpp"
 
 namespace rbln::test::error_test {
 namespace {

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "drm/rbln_accel.h"
-#include "rbln/kernel.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln_fw_cmd.h"
 
 namespace rbln::test {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fake_kernel.hpp"
-#include "rbln/kernel.hpp"
+#include "kernel/kernel.hpp"
 
 namespace rbln::test {
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 
 namespace rbln::test {

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "rbln/sysfs.hpp"
+#include "kernel/sysfs.hpp"
 
 namespace rbln::test {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "rbln/fw_ctrl.hpp"
+#include "kernel/fw_ctrl.hpp"
 #include "rbln_fw_ctrl.h"
 
 namespace rbln::test::fw_ctrl_test {

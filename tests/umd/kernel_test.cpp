@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fake_kernel.hpp"
-#include "rbln/kernel.hpp"
+#include "kernel/kernel.hpp"
 
 namespace rbln::test::kernel_test {
 namespace {

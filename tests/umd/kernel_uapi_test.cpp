@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernel_uapi.hpp"
+#include "kernel/kernel_uapi.hpp"
 
 namespace rbln::test::kernel_uapi_test {
 namespace {

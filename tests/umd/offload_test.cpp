@@ -27,6 +27,7 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/storage.hpp"

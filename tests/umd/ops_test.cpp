@@ -16,6 +16,7 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/explain.hpp"
 #include "rbln/ops.hpp"

@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "fake_sysfs.hpp"
+#include "kernel/kernel.hpp"
 #include "rbln/discovery.hpp"
 
 namespace rbln::test::smi_memory_test {

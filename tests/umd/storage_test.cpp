@@ -18,8 +18,10 @@
 
 #include "device_fixture.hpp"
 #include "fake_kernel.hpp"
+#include "memory/segment_provider.hpp"
 #include "rbln/allocator.hpp"
 #include "rbln/storage.hpp"
+#include "testing.hpp"
 
 namespace rbln::test::storage_test {
 namespace {
@@ -172,10 +174,15 @@ TEST(StorageLazy, EagerModeCommitsAtCreation) {
 
 TEST(StorageLazy, RblnEagerMallocOneMakesTheProcessModeEager) {
     Card c;
-    reset_process_commit_mode(env_with("1"));
+    ProcessOptions p;
+    p.runtime.env = env_with("1");
+    reset_process_for_tests(std::move(p));
     auto eager = Storage::create(c.dev, *c.alloc, kBytes);
-    reset_process_commit_mode(env_with(std::nullopt));
+    p = {};
+    p.runtime.env = env_with(std::nullopt);
+    reset_process_for_tests(std::move(p));
     auto lazy = Storage::create(c.dev, *c.alloc, kBytes);
+    reset_process_for_tests();
     EXPECT_TRUE(eager->resident());
     EXPECT_FALSE(lazy->resident());
 }

@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "exec/submitter.hpp"
 #include "fake_kernel.hpp"
 #include "fake_ring.hpp"
 #include "rbln/device.hpp"
-#include "rbln/submitter.hpp"
 
 namespace rbln::test::submitter_test {
 namespace {

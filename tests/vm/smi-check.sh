@@ -7,7 +7,7 @@
 #
 #   tests/vm/smi-check.sh [RBLN_SMI [RBLN_HOLD_HBM [RBLN_HOLD_BUSY]]]
 #     (defaults build/cmake/tools/rbln-smi/rbln-smi,
-#      build/cmake/tests/umd/rbln-hold-hbm, build/cmake/tests/umd/rbln-hold-busy)
+#      build/cmake/tests/integration/rbln-hold-hbm, build/cmake/tests/integration/rbln-hold-busy)
 #
 # - the default view, -L and -j exit 0 and show every card, its family,
 #   its chiplets and their HBM used / total; -j is valid JSON
@@ -39,8 +39,8 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 smi=${1:-$top/build/cmake/tools/rbln-smi/rbln-smi}
-hold=${2:-$top/build/cmake/tests/umd/rbln-hold-hbm}
-hbusy=${3:-$top/build/cmake/tests/umd/rbln-hold-busy}
+hold=${2:-$top/build/cmake/tests/integration/rbln-hold-hbm}
+hbusy=${3:-$top/build/cmake/tests/integration/rbln-hold-busy}
 py=/usr/bin/python3
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
 
@@ -359,7 +359,7 @@ EOF
 if [ "$memory" != 1 ]; then
 	echo "# skip - Processes section with an HBM buffer: rbln.ko has no GEM buffers yet"
 elif [ ! -x "$hold" ]; then
-	fail "no helper at $hold (build tests/umd)"
+	fail "no helper at $hold (build tests/integration)"
 else
 	trap stop_holder EXIT
 	node0=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cards"][0]["accel_node"])' \
@@ -519,7 +519,7 @@ EOF
 if [ "$busy" != 1 ]; then
 	echo "# skip - utilisation under load: rbln.ko has no chiplet<i>/busy_ns"
 elif [ ! -x "$hbusy" ]; then
-	fail "no helper at $hbusy (build tests/umd)"
+	fail "no helper at $hbusy (build tests/integration)"
 else
 	trap stop_busy EXIT
 	node0=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cards"][0]["accel_node"])' \

@@ -18,6 +18,7 @@
 #include "cli.hpp"
 #include "dtype.hpp"
 #include "fake_card.hpp"
+#include "memory/segment_provider.hpp"
 #include "reference.hpp"
 #include "workload.hpp"
 

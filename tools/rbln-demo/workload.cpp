@@ -44,8 +44,8 @@ void check_chiplets(const Device& device, const WorkloadOptions& o) {
         throw Error(Errc::InvalidArgument, "rbln-demo", "", 0, "no chiplet to run on");
     for (unsigned c : o.chiplets)
         if (c >= count)
-            throw Error(Errc::InvalidArgument, "--chiplet " + std::to_string(c),
-                        device.kernel().path(), 0,
+            throw Error(Errc::InvalidArgument, "--chiplet " + std::to_string(c), device.node_path(),
+                        0,
                         "the card has " + std::to_string(count) + " chiplet(s): pick one of 0.." +
                             std::to_string(count - 1));
 }

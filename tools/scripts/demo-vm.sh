@@ -14,7 +14,7 @@ build=$1
 smi="$build/tools/rbln-smi/rbln-smi"
 work="$build/tools/rbln-demo/rbln-demo"
 ksft="$build/tests/kselftest"
-hold="$build/tests/umd/rbln-hold-hbm"
+hold="$build/tests/integration/rbln-hold-hbm"
 res=${RBLN_VM_RESULTS:-/tmp}
 summary="$res/summary"
 : > "$summary"

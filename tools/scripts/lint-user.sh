@@ -35,7 +35,7 @@ if [ "${#user[@]}" -gt 0 ]; then
 		# tests/fuzz builds only in the clang fuzzing build: its flags
 		# come from there (configured here if need be, no build).
 		export RBLN_FUZZ_BUILD=$top/build/fuzz
-		if printf '%s\n' "${tus[@]}" | grep -q '^tests/fuzz/'; then
+		if grep -q '^tests/fuzz/' <<<"$(printf '%s\n' "${tus[@]}")"; then
 			"$top/tools/scripts/fuzz.sh" --configure-only >/dev/null
 		fi
 		# Test binaries built in unity batches (RBLN_UNITY_TESTS): the

@@ -53,17 +53,17 @@ step "kselftests + rbln-smi, 2 ATOM cards" \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
-	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_submit_paths_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
+	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_submit_paths_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_memory_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_host_vm_tests'"
 # These four cards speak firmware-iface 1.2, the previous firmware: the
 # driver must not send them VM_ABORT or the FAULT_ABORTS job flag (every
 # job would fail), and a fault still fails the client's later jobs.
 step "librbln logical devices and fork, 4 ATOM cards of firmware-iface 1.2" \
 	"$vm" -q --timeout 300 --cards 4 --family atom --hbm 128M --modparams "$jobparams" \
 	--emu-arg --iface-minor=2 -- bash -c \
-	"'$top/build/cmake/tests/umd/rbln_umd_devices_vm_tests' &&
+	"'$top/build/cmake/tests/integration/rbln_umd_devices_vm_tests' &&
 	 '$top/build/cmake/tests/kselftest/rbln_submit_fault_test' \
 		-t mmu_fault_fails_the_job_and_every_later_job_of_the_client \
 		-t jobs_already_on_the_rings_behind_a_fault_fail_too &&

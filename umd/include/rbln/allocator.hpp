@@ -55,7 +55,21 @@
 
 #include "rbln/devices.hpp"
 #include "rbln/error.hpp"
-#include "rbln/kernel.hpp"
+#include "rbln/export.h"
+
+// librbln's own (umd/src): the kernel interface, where segments come from
+// (segment_provider.hpp) and the blocks and pools; hidden from librbln.so
+// (rbln/export.h).
+namespace rbln {
+class KernelInterface;
+struct AllocatorPlace;
+namespace detail {
+struct Block;
+class ChipletAllocator;
+} // namespace detail
+} // namespace rbln
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -105,68 +119,6 @@ std::uint64_t segment_size_for(std::uint64_t rounded) noexcept;
 constexpr bool is_small_request(std::uint64_t rounded) noexcept {
     return rounded <= alloc::kSmallSize;
 }
-
-/// A piece of device memory the allocator carves blocks from.
-struct Segment {
-    std::uint32_t handle = 0; ///< GEM handle (0 for fakes that have none)
-    std::uint64_t device_va = 0;
-    std::uint64_t size = 0;
-};
-
-/// Where segments come from: HBM buffers of one chiplet (KernelSegmentProvider)
-/// or a fake in tests.  Called with the allocator's mutex held (skipped while
-/// the process has one thread: a provider must not start a thread that uses
-/// the allocator while it is called).
-class SegmentProvider {
-public:
-    SegmentProvider() = default;
-    SegmentProvider(const SegmentProvider&) = delete;
-    SegmentProvider& operator=(const SegmentProvider&) = delete;
-    SegmentProvider(SegmentProvider&&) = delete;
-    SegmentProvider& operator=(SegmentProvider&&) = delete;
-    virtual ~SegmentProvider() = default;
-
-    /// A segment of exactly @size bytes (a multiple of 2 MiB); nullopt when
-    /// the chiplet has no room (the allocator then frees cache and retries).
-    /// Other failures throw rbln::Error.
-    virtual std::optional<Segment> allocate(std::uint64_t size) = 0;
-    /// Gives a segment back.  Must not throw.
-    virtual void release(const Segment& segment) noexcept = 0;
-    /// The chiplet's HBM in bytes.
-    virtual std::uint64_t capacity() const noexcept = 0;
-    /// The chiplet's free HBM as the kernel sees it (all processes), if known.
-    virtual std::optional<std::uint64_t> free_bytes() const { return std::nullopt; }
-    /// The node the memory belongs to, for messages ("" if none).
-    virtual std::string node() const { return {}; }
-};
-
-/// Segments = RBLN_BO_CREATE(region HBM, @chiplet) buffers; release = GEM close.
-/// In a fork() child (which shares the parent's open file, and so its GEM
-/// handles) it makes no buffer (Errc::BadFork); KernelDevice's gem_close
-/// does nothing there, so the parent's segments stay.
-class KernelSegmentProvider final : public SegmentProvider {
-public:
-    /// @free_probe (optional) reads the chiplet's free HBM, e.g. from sysfs
-    /// (chiplet<i>/hbm_used_bytes); without it the OOM message gives an
-    /// upper bound (capacity minus what this allocator holds).
-    KernelSegmentProvider(std::shared_ptr<KernelInterface> kernel, unsigned chiplet,
-                          std::uint64_t capacity,
-                          std::function<std::optional<std::uint64_t>()> free_probe = {});
-
-    std::optional<Segment> allocate(std::uint64_t size) override;
-    void release(const Segment& segment) noexcept override;
-    std::uint64_t capacity() const noexcept override { return capacity_; }
-    std::optional<std::uint64_t> free_bytes() const override;
-    std::string node() const override { return kernel_->path(); }
-    const std::shared_ptr<KernelInterface>& kernel() const noexcept { return kernel_; }
-
-private:
-    std::shared_ptr<KernelInterface> kernel_;
-    unsigned chiplet_;
-    std::uint64_t capacity_;
-    std::function<std::optional<std::uint64_t>()> free_probe_;
-    long pid_; ///< the process that made it
-};
 
 /// Identifies a stream to the allocator: blocks are reused only by
 /// requests of the stream that allocated them.  Any stable value works;
@@ -259,18 +211,6 @@ using MemoryStats = std::map<std::string, std::int64_t, std::less<>>;
 void append_memory_stats(MemoryStats& out, const AllocatorStats& stats,
                          std::string_view prefix = {});
 
-/// One chiplet the allocator manages.
-struct AllocatorPlace {
-    unsigned npu = 0;     ///< NPU id in the logical device (index into the visible list)
-    unsigned chiplet = 0; ///< chiplet of that NPU
-    std::unique_ptr<SegmentProvider> provider;
-};
-
-namespace detail {
-struct Block;
-class ChipletAllocator;
-} // namespace detail
-
 class DeviceAllocator;
 
 /// An allocated block; frees it (to the cache) when destroyed.  Move-only.
@@ -318,9 +258,11 @@ struct SummaryOptions {
 /// The caching allocators of one logical device, one per chiplet.
 class DeviceAllocator {
 public:
-    /// @device_index names the device in messages ("rbln:<index>").
-    DeviceAllocator(unsigned device_index, std::vector<AllocatorPlace> places,
-                    AllocatorConfig config = {});
+    /// @device_index names the device in messages ("rbln:<index>");
+    /// @places: where each chiplet's segments come from (internal:
+    /// segment_provider.hpp; frameworks use process_allocator()).
+    RBLN_LOCAL DeviceAllocator(unsigned device_index, std::vector<AllocatorPlace> places,
+                               AllocatorConfig config = {});
     DeviceAllocator(const DeviceAllocator&) = delete;
     DeviceAllocator& operator=(const DeviceAllocator&) = delete;
     DeviceAllocator(DeviceAllocator&&) = delete;
@@ -330,7 +272,7 @@ public:
 
     /// An allocator over the HBM of every chiplet of @npus (NPU id, node),
     /// in that order (capacities from GET_INFO).
-    static std::unique_ptr<DeviceAllocator>
+    RBLN_LOCAL static std::unique_ptr<DeviceAllocator>
     for_kernels(unsigned device_index,
                 const std::vector<std::pair<unsigned, std::shared_ptr<KernelInterface>>>& npus,
                 AllocatorConfig config = {});
@@ -428,11 +370,11 @@ private:
         if (repeat_.block != nullptr)
             settle_repeat();
     }
-    void settle_repeat() const noexcept;
-    void free(detail::Block* block) noexcept;
-    detail::ChipletAllocator& chiplet(unsigned place) const;
+    RBLN_LOCAL void settle_repeat() const noexcept;
+    RBLN_LOCAL void free(detail::Block* block) noexcept;
+    RBLN_LOCAL detail::ChipletAllocator& chiplet(unsigned place) const;
     /// The device's and every chiplet's statistics at one moment.
-    void snapshot(AllocatorStats& total, std::vector<AllocatorStats>& per) const;
+    RBLN_LOCAL void snapshot(AllocatorStats& total, std::vector<AllocatorStats>& per) const;
 
     unsigned device_index_;
     AllocatorConfig config_;
@@ -444,21 +386,32 @@ private:
     std::atomic<unsigned> default_place_{0};
 };
 
-/// The process-wide allocator of logical device @index, made at first use
-/// over the node of Device::get(@index) (a multi-NPU ATOM device: its first
-/// NPU for now, as its streams) with RBLN_ALLOC_CONF read then.  Never
-/// destroyed (as Device::get()'s devices: a fork() child's exit must not
-/// close the parent's buffers).  Thread-safe.
+/// The caching allocator of logical device @index of the process, in the
+/// process's context of that device (with Device::get(@index) and its
+/// host allocator), made at first use over the device's node (a
+/// multi-NPU ATOM device: its first NPU for now, as its streams) with
+/// RBLN_ALLOC_CONF read then.  The first use commits the device mapping
+/// and opens the device (Errc::BadFork in a fork() child of a process that
+/// committed); an allocator already made is returned in a child too (its
+/// copy: statistics and empty_cache() work, new segments are refused).
+/// Never destroyed (as Device::get()'s devices: a fork() child's exit must
+/// not close the parent's buffers).  Thread-safe.
 DeviceAllocator& process_allocator(unsigned index);
 
-/// How process_allocator() makes an allocator.
-using AllocatorFactory = std::function<std::unique_ptr<DeviceAllocator>(unsigned index)>;
-
-/// Tests: makes process_allocator() use @factory (empty: the default) and
-/// drops the allocators made so far, with every block of rbln_alloc.h.
-void reset_process_allocators(AllocatorFactory factory = {});
+/// What the statistics of logical device @index read (memory_stats(),
+/// memory_allocated(), memory_summary(), ... of the result): queries plan,
+/// they do not commit.  Once the device was used, its process_allocator();
+/// before, an empty allocator planned from sysfs (the chiplets the live one
+/// will have, zero everywhere).  Reading it opens no NPU and leaves the
+/// device mapping unfixed, so a process that only read statistics may
+/// still fork() workers that use the device, and later changes to the
+/// mapping variables count.  Errc::NoDevice if @index is not a device of
+/// the plan.  Thread-safe.
+const DeviceAllocator& process_allocator_stats(unsigned index);
 
 /// "20.00 MiB", "512 bytes", ... (PyTorch's format_size).
 std::string format_bytes(std::uint64_t bytes);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -8,6 +8,8 @@
 #include "rbln/allocator.hpp"
 #include "rbln/stream.hpp"
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// The allocator's id of @stream (stable while any handle of it lives).
@@ -25,3 +27,5 @@ inline DeviceBlock allocate_on(DeviceAllocator& allocator, std::uint64_t size, c
 }
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -37,6 +37,8 @@
 
 #include "rbln/memory.hpp"
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 class Device;
@@ -102,3 +104,5 @@ struct CopyStats {
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -49,6 +49,8 @@
 
 #include <sys/types.h>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// Reads an environment variable: nullopt if unset.
@@ -77,6 +79,7 @@ enum class GroupingSource { None, NpusPerDevice, DeviceMap };
 struct DeviceMapping {
     std::vector<unsigned> visible; ///< physical ids of the visible NPUs, in visible order
     std::vector<LogicalDevice> devices;
+    std::vector<CardInfo> cards; ///< the discovered cards it was planned from
     GroupingSource grouping = GroupingSource::None;
     std::string visible_variable;      ///< the variable that chose `visible` ("" if none)
     std::vector<std::string> warnings; ///< e.g. the RBLN_DEVICES deprecation
@@ -112,11 +115,9 @@ public:
     Runtime& operator=(Runtime&&) = delete;
     ~Runtime();
 
-    /// The process-wide instance (default options).
+    /// The process-wide instance (default options), owned by the
+    /// process's device registry.
     static Runtime& process();
-    /// Replaces the process-wide instance (rbln_set_root, tests).  Not
-    /// safe while another thread uses it.
-    static void reset_process(RuntimeOptions options);
 
     /// The mapping: the committed one, or a fresh plan.  Throws the
     /// planning errors (Errc::BadConfig, discovery errors).
@@ -177,3 +178,5 @@ private:
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -30,6 +30,8 @@
 
 #include <sys/types.h>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 struct ClientScan; // rbln/fdinfo.hpp
@@ -129,3 +131,5 @@ std::string fault_code_name(std::uint32_t code);
 fw::ControlBlock read_control_block(const std::string& path);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -14,15 +14,28 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rbln/error.hpp"
-#include "rbln/kernel.hpp"
 
 namespace rbln {
+/// librbln's kernel interface (internal: an open node to the library,
+/// a fake in tests); hidden from librbln.so (rbln/export.h).
+class KernelInterface;
+} // namespace rbln
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
+namespace rbln {
+
+/// How discovery opens a node (empty: the real node); tests substitute a
+/// fake.
+using DeviceOpener = std::function<Result<std::unique_ptr<KernelInterface>>(const std::string&)>;
 
 enum class Family { Unknown, Rebel100, Atom };
 
@@ -88,7 +101,7 @@ struct DiscoveryOptions {
     bool open_nodes = true;           ///< open /dev/accel/accelN (never if suspended)
     /// If hwmon is absent and the node is open, sample GET_INFO(TELEMETRY).
     bool telemetry_fallback = true;
-    DeviceOpener opener; ///< empty: open_kernel_device
+    DeviceOpener opener; ///< empty: the real node
 };
 
 struct Discovery {
@@ -104,3 +117,5 @@ struct Discovery {
 Discovery discover(const DiscoveryOptions& options = {});
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// What went wrong, independent of the operation.  Values are stable: the C
@@ -102,3 +104,5 @@ private:
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -83,6 +83,12 @@
 #include <string>
 #include <vector>
 
+namespace rbln::detail {
+struct ExplainState; // librbln's own (explain.cpp), hidden (rbln/export.h)
+} // namespace rbln::detail
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 enum class ExplainKind : std::uint8_t {
@@ -151,10 +157,6 @@ struct ExplainCounts {
     std::uint64_t signals = 0;
 };
 
-namespace detail {
-struct ExplainState;
-} // namespace detail
-
 class ExplainRegion {
 public:
     /// Opens a region on this thread, named @name, opened at @where.
@@ -215,3 +217,5 @@ private:
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -4,11 +4,11 @@
 // Every open file of /dev/accel/accelN is a DRM client; the kernel prints its
 // figures in /proc/<pid>/fdinfo/<fd> as "key:\tvalue" lines (DRM usage stats,
 // Documentation/gpu/drm-usage-stats.rst, plus rbln-* keys).  scan_clients()
-// walks /proc below a Sysfs root (tests use a fake tree), keeps the fds that
-// are accel character devices (major 261; checked through
-// Sysfs::char_device, so tests can say what a fake file "is") and whose
-// fdinfo says drm-driver rbln, and merges the fds and processes that share
-// one client (dup, fork, SCM_RIGHTS) by drm-client-id.
+// (rbln/diagnostics.hpp) walks /proc below a root (tests use a fake tree),
+// keeps the fds that are accel character devices (major 261; checked
+// through a CharDeviceProbe, so tests can say what a fake file "is") and
+// whose fdinfo says drm-driver rbln, and merges the fds and processes that
+// share one client (dup, fork, SCM_RIGHTS) by drm-client-id.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "rbln/sysfs.hpp"
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -77,9 +77,6 @@ struct ClientScan {
     unsigned processes_denied = 0;
 };
 
-/// Scans /proc below @sys's root for clients of @driver.  A process or fd
-/// that vanishes during the scan is skipped; an absent /proc gives an empty
-/// scan.  Throws only if /proc exists and cannot be listed.
-ClientScan scan_clients(const Sysfs& sys, std::string_view driver = "rbln");
-
 } // namespace rbln
+
+#pragma GCC visibility pop

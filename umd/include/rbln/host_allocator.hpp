@@ -64,14 +64,17 @@
 #include "rbln/memory.hpp"
 #include "rbln/stream.hpp"
 
+// librbln's own (host_allocator.cpp), hidden from librbln.so (rbln/export.h).
+namespace rbln::detail {
+struct HostAllocatorState;
+struct HostSegment;
+} // namespace rbln::detail
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 class Device;
-
-namespace detail {
-struct HostAllocatorState;
-struct HostSegment;
-} // namespace detail
 
 /// How host pages are prepared (tests replace the system calls).
 struct HostPagePolicy {
@@ -171,11 +174,10 @@ private:
     std::shared_ptr<detail::HostAllocatorState> s_;
 };
 
-/// The host allocator of logical device @index (Device::get(@index)), made
-/// at first use and never destroyed (as Device::get()'s devices).
+/// The host allocator of logical device @index (Device::get(@index)), in
+/// the process's context of that device: made at first use (which opens
+/// the device) and never destroyed (as Device::get()'s devices).
 HostAllocator& process_host_allocator(unsigned index);
-/// Tests: drops the allocators process_host_allocator() made so far.
-void reset_process_host_allocators();
 
 /// What backs a huge_host_empty() buffer.
 enum class HugeBacking : std::uint8_t {
@@ -236,3 +238,5 @@ HugeHostBuffer huge_host_empty(const std::shared_ptr<Device>& device, std::uint6
 HugeHostBuffer huge_host_empty(std::uint64_t nbytes);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// Maximum chiplets per card (RBLN_MAX_CHIPLETS of the uAPI).
@@ -53,3 +55,5 @@ struct TelemetrySample {
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -3,20 +3,22 @@
 // pinned host memory, as the streams and copies of librbln use it.
 //
 // Memory is the interface; owners hold it by std::shared_ptr, and so do the
-// jobs that use it (rbln/submitter.hpp), so memory stays valid while the
-// card may still touch it.  BoMemory is the plain kernel buffer behind it
-// for now (one GEM object per Memory).  The caching allocator (issue 6)
-// slots in as another implementation: a block is a range of a larger BO
-// (handle() is the BO's, device_va() and host_data() point at the block),
-// and lazy storage reports resident() == false until make_resident().
+// jobs that use it, so memory stays valid while the card may still touch
+// it.  librbln's implementations (internal) are a whole kernel buffer (one
+// GEM object) and a block of the caching allocator (a range of a larger
+// buffer: handle() is the buffer's, device_va() and host_data() point at
+// the block).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 
-#include "rbln/kernel.hpp"
+namespace rbln {
+class KernelInterface; // librbln's own (umd/src), hidden (rbln/export.h)
+} // namespace rbln
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -56,48 +58,6 @@ public:
     bool is_host() const noexcept { return kind() != MemoryKind::Device; }
 };
 
-/// A whole kernel buffer (BO_CREATE or BO_USERPTR); closes it at the end.
-class BoMemory final : public Memory {
-    struct Key {
-        explicit Key() = default;
-    };
-
-public:
-    /// HBM of @chiplet (nullopt: the kernel picks, RBLN_REGION_AUTO).
-    static std::shared_ptr<BoMemory> create_device(std::shared_ptr<KernelInterface> kernel,
-                                                   std::uint64_t size,
-                                                   std::optional<unsigned> chiplet = {});
-    /// A host GEM buffer, mapped for the CPU (pinned as far as the card is
-    /// concerned: it DMAs to it directly).
-    static std::shared_ptr<BoMemory> create_host(std::shared_ptr<KernelInterface> kernel,
-                                                 std::uint64_t size);
-    /// Pins the user memory [@data, @data + @size) (page-aligned) for the card.
-    /// The caller keeps the memory valid while the BoMemory lives.
-    static std::shared_ptr<BoMemory> register_host(std::shared_ptr<KernelInterface> kernel,
-                                                   void* data, std::uint64_t size);
-
-    BoMemory(Key key, std::shared_ptr<KernelInterface> kernel, MemoryKind kind, BoHandle bo,
-             std::byte* host, std::size_t mapped);
-    BoMemory(const BoMemory&) = delete;
-    BoMemory& operator=(const BoMemory&) = delete;
-    BoMemory(BoMemory&&) = delete;
-    BoMemory& operator=(BoMemory&&) = delete;
-    ~BoMemory() override;
-
-    MemoryKind kind() const noexcept override { return kind_; }
-    const KernelInterface& kernel() const noexcept override { return *kernel_; }
-    std::uint32_t handle() const noexcept override { return bo_.handle; }
-    std::uint64_t device_va() const noexcept override { return bo_.device_va; }
-    std::uint64_t size() const noexcept override { return bo_.size; }
-    std::byte* host_data() const noexcept override { return host_; }
-    unsigned chiplet() const noexcept override { return bo_.chiplet; }
-
-private:
-    std::shared_ptr<KernelInterface> kernel_;
-    MemoryKind kind_;
-    BoHandle bo_;
-    std::byte* host_;
-    std::size_t mapped_; ///< bytes mmap()ed at host_ (0: not ours to unmap)
-};
-
 } // namespace rbln
+
+#pragma GCC visibility pop

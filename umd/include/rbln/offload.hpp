@@ -75,6 +75,12 @@
 #include "rbln/devices.hpp"
 #include "rbln/error.hpp"
 
+namespace rbln::detail {
+struct OffloadState; // librbln's own (offload.cpp), hidden (rbln/export.h)
+} // namespace rbln::detail
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 struct OffloadOptions {
@@ -107,10 +113,6 @@ OffloadStats offload_totals() noexcept;
 /// The directory a scope with @options uses (see the top of this header);
 /// @env: the process environment when empty.
 std::string offload_directory(const OffloadOptions& options, const EnvSource& env = {});
-
-namespace detail {
-struct OffloadState;
-} // namespace detail
 
 class OffloadScope {
 public:
@@ -154,7 +156,14 @@ inline OffloadScope offload(OffloadOptions options = {}) {
     return OffloadScope(std::move(options));
 }
 
-namespace detail {
+} // namespace rbln
+
+#pragma GCC visibility pop
+
+// librbln's own, hidden from librbln.so (rbln/export.h): a Storage
+// (rbln/storage.hpp) is an OffloadMember and holds its host copy in a
+// HostRegion, so they are declared here.
+namespace rbln::detail {
 
 /// The scope a storage created now on this thread belongs to (innermost
 /// open one), or null.
@@ -229,6 +238,4 @@ private:
     std::uint64_t generation_ = 1;        ///< bumped at every change
 };
 
-} // namespace detail
-
-} // namespace rbln
+} // namespace rbln::detail

@@ -29,6 +29,8 @@
 #include "rbln/storage.hpp"
 #include "rbln/stream.hpp"
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln::ops {
 
 /// out = a + b, elementwise (equal sizes, one element type).
@@ -65,3 +67,5 @@ void to_host(const StorageView& src, std::span<std::byte> out,
              rbln::source_location where = rbln::source_location::current());
 
 } // namespace rbln::ops
+
+#pragma GCC visibility pop

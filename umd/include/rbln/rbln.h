@@ -2,9 +2,11 @@
 /*
  * rbln/rbln.h - C ABI of librbln.
  *
- * Every entry point returns an rbln_status; on failure a thread-local
- * message (what failed, why, what to do) is available from
- * rbln_last_error_message().  No C++ exception crosses this interface.
+ * Every entry point of every C header (rbln.h, rbln_alloc.h, rbln_host.h,
+ * rbln_storage.h, rbln_ops.h, rbln_offload.h, rbln_explain.h) returns an
+ * rbln_status; on failure a thread-local message (what failed, why, what
+ * to do) is available from rbln_last_error_message(), the one error
+ * channel of them all.  No C++ exception crosses this interface.
  * Structs carry their size in their first field: the caller sets it to
  * sizeof() of the struct it was compiled with, the library writes no more
  * than that, so old callers keep working when a struct grows.
@@ -14,6 +16,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,7 +87,9 @@ const char* rbln_version(void);
 /* Short name of a status, e.g. "permission-denied". */
 const char* rbln_status_name(rbln_status status);
 
-/* Message of the last failure on this thread ("" if none). */
+/* Message of the last failure of a librbln C call on this thread, from
+ * any header ("" if none, or cleared by a later call that got through its
+ * argument checks). */
 const char* rbln_last_error_message(void);
 
 /* Number of rbln cards (0 is not an error). */
@@ -228,15 +235,10 @@ struct rbln_copy_stats {
 /* Which path the copies of @device took so far. */
 rbln_status rbln_device_copy_stats(int device, struct rbln_copy_stats* stats);
 
-/*
- * Debug/test only: use @root instead of "/" for sysfs and /dev (a fake tree).
- * NULL restores "/".  Affects every thread, and starts the device state
- * (mapping, commit, current devices) afresh.
- */
-rbln_status rbln_set_root(const char* root);
-
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_H */

@@ -13,9 +13,9 @@
  * the signals.  Clean means no hidden host round trip, not fast.
  *
  * Conventions are rbln.h's: every entry point returns an rbln_status; on
- * failure the message is available from rbln_explain_last_error_message()
- * (thread-local, this header's entry points only).  Structs carry their
- * size first.  No C++ exception crosses this interface.
+ * failure the message is available from rbln_last_error_message(), the one
+ * thread-local error channel of every C header.  Structs carry their size
+ * first.  No C++ exception crosses this interface.
  */
 #ifndef RBLN_RBLN_EXPLAIN_H
 #define RBLN_RBLN_EXPLAIN_H
@@ -25,14 +25,14 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct rbln_explain rbln_explain; /* opaque */
-
-/* Message of the last failure of an rbln_explain.h call on this thread. */
-const char* rbln_explain_last_error_message(void);
 
 /* Opens a region on this thread named @name (may be NULL), opened at
  * @file:@line (@file may be NULL: no location).  Pass __FILE__, __LINE__. */
@@ -73,5 +73,7 @@ rbln_status rbln_explain_site_pop(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_EXPLAIN_H */

@@ -19,9 +19,9 @@
  * which).
  *
  * Conventions are rbln.h's: every entry point returns an rbln_status; on
- * failure the message is available from rbln_host_last_error_message()
- * (thread-local, this header's entry points only).  Structs carry their
- * size first.  No C++ exception crosses this interface.
+ * failure the message is available from rbln_last_error_message(), the one
+ * thread-local error channel of every C header.  Structs carry their size
+ * first.  No C++ exception crosses this interface.
  */
 #ifndef RBLN_RBLN_HOST_H
 #define RBLN_RBLN_HOST_H
@@ -31,12 +31,12 @@
 
 #include "rbln/rbln.h"
 
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Message of the last failure of an rbln_host.h call on this thread. */
-const char* rbln_host_last_error_message(void);
 
 /* A pinned block of at least @size bytes (> 0) for logical device @device;
  * its address in *@ptr.  RBLN_ERR_OUT_OF_MEMORY if it cannot be pinned
@@ -84,5 +84,7 @@ rbln_status rbln_huge_host_get_info(const rbln_huge_host* buffer, struct rbln_hu
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_HOST_H */

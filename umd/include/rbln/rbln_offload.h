@@ -15,9 +15,9 @@
  * RBLN_OK (check the stats' failures).
  *
  * Conventions are rbln.h's: every entry point returns an rbln_status; on
- * failure the message is available from rbln_offload_last_error_message()
- * (thread-local, this header's entry points only).  Structs carry their
- * size first.  No C++ exception crosses this interface.
+ * failure the message is available from rbln_last_error_message(), the one
+ * thread-local error channel of every C header.  Structs carry their size
+ * first.  No C++ exception crosses this interface.
  */
 #ifndef RBLN_RBLN_OFFLOAD_H
 #define RBLN_RBLN_OFFLOAD_H
@@ -26,6 +26,9 @@
 #include <stdint.h>
 
 #include "rbln/rbln.h"
+
+/* Exported from librbln.so (rbln/export.h). */
+#pragma GCC visibility push(default)
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,9 +58,6 @@ struct rbln_offload_stats {
     uint64_t bytes_paged_out;           /* now: host copies held by the file only */
 };
 
-/* Message of the last failure of an rbln_offload.h call on this thread. */
-const char* rbln_offload_last_error_message(void);
-
 /* Opens a scope on this thread and makes its file (@options may be NULL:
  * the defaults).  RBLN_ERR_NOT_FOUND / RBLN_ERR_PERMISSION_DENIED /
  * RBLN_ERR_IO name the directory. */
@@ -84,5 +84,7 @@ rbln_status rbln_offload_failure_message(const rbln_offload* scope, size_t index
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* RBLN_RBLN_OFFLOAD_H */

@@ -13,6 +13,8 @@
 #include <source_location>
 #endif
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 #if defined(__cpp_lib_source_location)
@@ -43,3 +45,5 @@ private:
 #endif
 
 } // namespace rbln
+
+#pragma GCC visibility pop

@@ -59,7 +59,13 @@
 // unchanged by it.
 //
 // Lifetime: a storage refers to its allocator; destroy storages before it
-// (process_allocator()'s allocators live until the process exits).  Jobs
+// (process_allocator()'s allocators live until the process exits).
+//
+// Planning: Storage::create(index, ...) on a logical device of the process
+// opens nothing and fixes no mapping (rbln/devices.hpp); host writes and
+// reads of a lazy storage stay on the host.  Its first device use (and
+// device(), allocator(), data_ptr(), commit(), record_stream()) is the real
+// use that commits.  Jobs
 // that use a storage's device memory keep that memory alive until done.
 #pragma once
 
@@ -70,13 +76,22 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rbln/allocator.hpp"
 #include "rbln/devices.hpp"
+#include "rbln/export.h"
 #include "rbln/memory.hpp"
 #include "rbln/offload.hpp"
 #include "rbln/stream.hpp"
+
+// librbln's own (umd/src), hidden from librbln.so (rbln/export.h).
+namespace rbln::detail {
+class DeviceContext;
+} // namespace rbln::detail
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
@@ -103,10 +118,9 @@ enum class CommitMode : std::uint8_t { Lazy, Eager };
 /// RBLN_EAGER_MALLOC from @env (empty: the process environment): "1" is
 /// Eager, "0", "" or unset Lazy; anything else throws Errc::BadConfig.
 CommitMode commit_mode_from_environment(const EnvSource& env = {});
-/// The process's mode: RBLN_EAGER_MALLOC read at the first call, then kept.
+/// The process's mode: RBLN_EAGER_MALLOC (where Runtime::process() reads
+/// its variables) read at the first call, then kept.
 CommitMode process_commit_mode();
-/// Tests: reads the process's mode again, from @env.
-void reset_process_commit_mode(const EnvSource& env = {});
 
 /// Transfers of one storage (or of all storages, storage_transfer_totals()).
 struct StorageTransfers {
@@ -147,13 +161,17 @@ public:
                                            ElementType type = ElementType::U8,
                                            StorageOptions options = {});
     /// The same on logical device @index of the process (Device::get(),
-    /// process_allocator()).
+    /// process_allocator()).  A lazy storage plans only: it opens no NPU
+    /// and leaves the device mapping unfixed until its first device use
+    /// (Errc::NoDevice now if @index is not a device of the plan).
     static std::shared_ptr<Storage> create(unsigned index, std::uint64_t nbytes,
                                            ElementType type = ElementType::U8,
                                            StorageOptions options = {});
 
     Storage(Key key, std::shared_ptr<Device> device, DeviceAllocator& allocator,
             std::uint64_t nbytes, ElementType type, StorageOptions options);
+    RBLN_LOCAL Storage(Key key, std::shared_ptr<detail::DeviceContext> context,
+                       std::uint64_t nbytes, ElementType type, StorageOptions options);
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
     Storage(Storage&&) = delete;
@@ -164,8 +182,14 @@ public:
     std::uint64_t id() const noexcept { return id_; }
     std::uint64_t nbytes() const noexcept { return nbytes_; }
     ElementType element_type() const noexcept { return type_; }
-    const std::shared_ptr<Device>& device() const noexcept { return device_; }
-    DeviceAllocator& allocator() const noexcept { return allocator_; }
+    /// The logical device index.
+    unsigned device_index() const noexcept { return index_; }
+    /// The device and its allocator.  Of a storage made on a logical device
+    /// index, the first call is a use of the device: it commits the mapping
+    /// and opens the NPU (Errc::BadFork in a fork() child of a process that
+    /// committed, and the planning errors).
+    const std::shared_ptr<Device>& device() const;
+    DeviceAllocator& allocator() const;
 
     /// Whether it has device memory.
     bool resident() const noexcept { return resident_.load(std::memory_order_acquire); }
@@ -206,16 +230,27 @@ public:
     bool host_paged_out() const;
 
 private:
-    std::uint64_t offload_write() override;
-    void offload_finish(std::uint64_t token, bool synced) noexcept override;
-    const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
-    void commit_locked(StreamId stream);
-    void upload_locked(Stream& stream);
-    void download_locked();
-    void check_range(const char* operation, std::uint64_t offset, std::uint64_t size) const;
+    /// Registers @s with its offload scope and commits it if @mode is Eager.
+    RBLN_LOCAL static std::shared_ptr<Storage> finish(std::shared_ptr<Storage> s, CommitMode mode);
+    RBLN_LOCAL std::uint64_t offload_write() override;
+    RBLN_LOCAL void offload_finish(std::uint64_t token, bool synced) noexcept override;
+    RBLN_LOCAL const std::shared_ptr<Memory>& device_use_slow(Stream& stream, DeviceAccess access);
+    RBLN_LOCAL void commit_locked(StreamId stream);
+    RBLN_LOCAL void upload_locked(Stream& stream);
+    RBLN_LOCAL void download_locked();
+    RBLN_LOCAL void check_range(const char* operation, std::uint64_t offset,
+                                std::uint64_t size) const;
+    /// Opens the context's device (once).
+    RBLN_LOCAL void bind() const;
+    /// Names the device in messages without opening it.
+    RBLN_LOCAL std::string where() const;
 
-    std::shared_ptr<Device> device_;
-    DeviceAllocator& allocator_;
+    std::shared_ptr<detail::DeviceContext> context_; ///< null: made on a given device
+    mutable std::once_flag bind_once_;
+    mutable std::atomic<bool> bound_{false};
+    mutable std::shared_ptr<Device> device_;       ///< set once, before bound_
+    mutable DeviceAllocator* allocator_ = nullptr; ///< set once, before bound_
+    unsigned index_ = 0;
     std::uint64_t id_;
     std::uint64_t nbytes_;
     ElementType type_;
@@ -266,3 +301,5 @@ void bind_device_memory(const StorageView& view);
 void set_device_layout_like(const StorageView& target, const StorageView& ref);
 
 } // namespace rbln
+
+#pragma GCC visibility pop

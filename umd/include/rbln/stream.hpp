@@ -5,12 +5,12 @@
 // different streams may overlap.  Each stream is one kernel queue (over
 // all chiplets of the card: the kernel keeps a busy queue on one chiplet
 // and moves an idle one to the least loaded), each enqueued operation one
-// job whose packets the stream encodes into its command buffers
-// (rbln/command.hpp); jobs reach the kernel in batches (rbln/submitter.hpp):
-// when a batch is full and at every query(), synchronize() or
-// Device::flush().  Every device has a default stream (Device::default_stream())
-// that is an ordinary stream: it does not synchronise with the others (as
-// CUDA's per-thread default stream).  A Stream is a handle: copies share the
+// job whose packets the stream encodes into its command buffers; jobs
+// reach the kernel in batches (rbln/submitter_options.hpp): when a batch
+// is full and at every query(), synchronize() or Device::flush().  Every
+// device has a default stream (Device::default_stream()) that is an
+// ordinary stream: it does not synchronise with the others (as CUDA's
+// per-thread default stream).  A Stream is a handle: copies share the
 // stream.  Destroying the last handle waits for the stream's work.
 //
 // Errors of the card (a job that faulted or timed out) are reported by the
@@ -37,18 +37,25 @@
 #include <span>
 #include <vector>
 
-#include "rbln/command.hpp"
+#include "rbln/export.h"
 #include "rbln/memory.hpp"
+
+// librbln's own (umd/src), hidden from librbln.so (rbln/export.h).
+namespace rbln {
+class CommandEncoder;
+struct KernelLaunch;
+namespace detail {
+struct StreamState;
+struct EventState;
+} // namespace detail
+} // namespace rbln
+
+#pragma GCC visibility push(default) // exported (rbln/export.h)
 
 namespace rbln {
 
 class Device;
 class Event;
-
-namespace detail {
-struct StreamState;
-struct EventState;
-} // namespace detail
 
 enum class StreamPriority : std::uint32_t { Low = 0, Normal = 1, High = 2 };
 
@@ -74,14 +81,18 @@ public:
     /// FILL of @size bytes of @memory at @offset with a 1/2/4/8-byte pattern.
     void fill(const std::shared_ptr<Memory>& memory, std::uint64_t offset, std::uint64_t size,
               std::uint64_t pattern, unsigned pattern_bytes = 1);
-    /// A built-in kernel; @buffers are the memories its addresses point into.
-    void launch(const KernelLaunch& launch, std::span<const std::shared_ptr<Memory>> buffers);
+    /// A built-in kernel; @buffers are the memories its addresses point
+    /// into (internal: rbln/ops.hpp is the public face).
+    RBLN_LOCAL void launch(const KernelLaunch& launch,
+                           std::span<const std::shared_ptr<Memory>> buffers);
 
     /// Low level: one job of packets written by @encode (at most @max_bytes),
     /// using @buffers (listed in the job and kept alive until it is done).
-    /// Returns the job's number on the stream's queue.
-    std::uint64_t enqueue(std::size_t max_bytes, const std::function<void(CommandEncoder&)>& encode,
-                          std::span<const std::shared_ptr<Memory>> buffers);
+    /// Returns the job's number on the stream's queue.  Internal (the
+    /// encoder is librbln's own).
+    RBLN_LOCAL std::uint64_t enqueue(std::size_t max_bytes,
+                                     const std::function<void(CommandEncoder&)>& encode,
+                                     std::span<const std::shared_ptr<Memory>> buffers);
     /// The number of the last job enqueued (0: none).
     std::uint64_t last_job() const;
 
@@ -93,7 +104,7 @@ private:
     friend class Device;
     friend class Event;
     friend struct detail::StreamState;
-    Stream(std::shared_ptr<Device> device, std::shared_ptr<detail::StreamState> state);
+    RBLN_LOCAL Stream(std::shared_ptr<Device> device, std::shared_ptr<detail::StreamState> state);
     std::shared_ptr<Device> device_; // declared first: outlives s_
     std::shared_ptr<detail::StreamState> s_;
 };
@@ -122,3 +133,5 @@ private:
 };
 
 } // namespace rbln
+
+#pragma GCC visibility pop

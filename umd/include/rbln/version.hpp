@@ -4,9 +4,13 @@
 
 #include <string_view>
 
+#pragma GCC visibility push(default) // exported (rbln/export.h)
+
 namespace rbln {
 
 /// "major.minor.patch" of this librbln.
 std::string_view library_version() noexcept;
 
 } // namespace rbln
+
+#pragma GCC visibility pop

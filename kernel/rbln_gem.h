@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rbln: buffer objects (rbln_gem.c: host, HBM, imported; rbln_userptr.c:
+ * pinned user pages).  A buffer's place in each VM (vmas, under lock) is
+ * managed by rbln_vm.c.
+ */
+#ifndef RBLN_GEM_H
+#define RBLN_GEM_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+#include <drm/drm_gem_shmem_helper.h>
+
+struct dma_buf;
+struct dma_buf_attachment;
+struct drm_device;
+struct drm_file;
+struct rbln_device;
+struct sg_table;
+
+enum rbln_bo_kind {
+	RBLN_BO_KIND_HOST,	/* GEM shmem */
+	RBLN_BO_KIND_HBM,	/* buddy blocks of one chiplet */
+	RBLN_BO_KIND_USERPTR,	/* pinned user pages */
+	RBLN_BO_KIND_IMPORT,	/* a foreign dma-buf's sg_table */
+};
+
+/*
+ * A buffer object.  Every kind embeds the shmem object so that one type
+ * covers all of them; only host buffers use its shmem part.
+ */
+struct rbln_bo {
+	struct drm_gem_shmem_object shmem;
+	enum rbln_bo_kind kind;
+	u32 flags;			/* RBLN_BO_* of the uAPI */
+	u32 chiplet;			/* HBM */
+
+	/* Protects vmas and dev_sgt. */
+	struct mutex lock;
+	struct list_head vmas;		/* struct rbln_vma, one per VM */
+	struct sg_table *dev_sgt;	/* DMA addresses for the card */
+
+	struct list_head blocks;	/* HBM: buddy blocks */
+
+	/* userptr */
+	struct page **pages;
+	unsigned long npages;
+	struct mm_struct *mm;		/* charged for RLIMIT_MEMLOCK */
+	struct sg_table *pin_sgt;
+
+	/* import */
+	struct sg_table *import_sgt;
+};
+
+static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct rbln_bo, shmem.base);
+}
+
+/* Memory figures of all clients (RBLN_INFO_MEM). */
+struct rbln_gem_stats {
+	atomic64_t host_bytes;		/* host buffers */
+	atomic64_t pinned_bytes;	/* pinned user pages */
+};
+
+/* rbln_gem.c */
+void rbln_gemfs_init(void);
+void rbln_gemfs_fini(void);
+struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
+					      size_t size);
+struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
+					     struct dma_buf *dma_buf);
+struct drm_gem_object *
+rbln_gem_prime_import_sg_table(struct drm_device *drm,
+			       struct dma_buf_attachment *attach,
+			       struct sg_table *sgt);
+int rbln_gem_open(struct drm_gem_object *obj, struct drm_file *file);
+void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file);
+struct rbln_bo *rbln_bo_alloc(struct rbln_device *rdev, size_t size,
+			      enum rbln_bo_kind kind,
+			      const struct drm_gem_object_funcs *funcs);
+int rbln_bo_install(struct drm_file *file, struct rbln_bo *bo, u32 *handle,
+		    u64 *va);
+struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo);
+void rbln_gem_stats(struct rbln_device *rdev, u64 *host_bytes,
+		    u64 *pinned_bytes);
+int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
+			 struct drm_file *file);
+int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
+		       struct drm_file *file);
+
+/* rbln_userptr.c */
+int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
+			  struct drm_file *file);
+
+#endif /* RBLN_GEM_H */

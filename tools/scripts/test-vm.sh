@@ -113,14 +113,14 @@ step "debug kernel: kselftests, 1 Rebel100 card" \
 	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- "$top/tests/kselftest/run.sh" "$ksft"
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
 	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
-	"'$top/build/cmake/tests/umd/rbln_umd_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_submit_paths_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_memory_vm_tests' &&
-	 '$top/build/cmake/tests/umd/rbln_host_vm_tests'"
+	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_submit_paths_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_memory_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_host_vm_tests'"
 step "debug kernel: librbln logical devices and fork, 4 ATOM cards of firmware-iface 1.2" \
 	"${dbgvm[@]}" --timeout 1200 --cards 4 --family atom --hbm 128M --modparams "$jobparams" \
 	--emu-arg --iface-minor=2 -- bash -c \
-	"'$top/build/cmake/tests/umd/rbln_umd_devices_vm_tests' &&
+	"'$top/build/cmake/tests/integration/rbln_umd_devices_vm_tests' &&
 	 '$top/build/cmake/tests/kselftest/rbln_submit_fault_test' \
 		-t mmu_fault_fails_the_job_and_every_later_job_of_the_client \
 		-t jobs_already_on_the_rings_behind_a_fault_fail_too &&

@@ -63,11 +63,26 @@ void rbln_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 
 /* ---- host buffers -------------------------------------------------------- */
 
+static void rbln_host_unmap(struct rbln_bo *bo)
+{
+	struct drm_device *drm = bo->shmem.base.dev;
+
+	if (!bo->dev_sgt)
+		return;
+	dma_unmap_sgtable(drm->dev, bo->dev_sgt, DMA_BIDIRECTIONAL,
+			  RBLN_HOST_DMA_ATTRS);
+	sg_free_table(bo->dev_sgt);
+	kfree(bo->dev_sgt);
+	bo->dev_sgt = NULL;
+	drm_gem_shmem_unpin(&bo->shmem);
+}
+
 static void rbln_host_free(struct drm_gem_object *obj)
 {
 	struct rbln_bo *bo = to_rbln_bo(obj);
 
 	atomic64_sub(obj->size, &to_rbln(obj->dev)->gem.host_bytes);
+	rbln_host_unmap(bo);
 	rbln_bo_fini(bo);
 	drm_gem_shmem_free(&bo->shmem);	/* frees bo: shmem is its start */
 }
@@ -163,15 +178,39 @@ struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
  */
 struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo)
 {
+	struct drm_device *drm = bo->shmem.base.dev;
 	struct sg_table *sgt;
+	int ret;
 
 	lockdep_assert_held(&bo->lock);
 	if (bo->dev_sgt || bo->kind != RBLN_BO_KIND_HOST)
 		return bo->dev_sgt;
-	sgt = drm_gem_shmem_get_pages_sgt(&bo->shmem);
-	if (!IS_ERR(sgt))
-		bo->dev_sgt = sgt;
+	/*
+	 * Not drm_gem_shmem_get_pages_sgt(): it maps with a CPU sync, which
+	 * RBLN_HOST_DMA_ATTRS explains we do not do.  The pin keeps the pages
+	 * until rbln_host_unmap().
+	 */
+	ret = drm_gem_shmem_pin(&bo->shmem);
+	if (ret)
+		return ERR_PTR(ret);
+	sgt = drm_gem_shmem_get_sg_table(&bo->shmem);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_unpin;
+	}
+	ret = dma_map_sgtable(drm->dev, sgt, DMA_BIDIRECTIONAL,
+			      RBLN_HOST_DMA_ATTRS);
+	if (ret)
+		goto err_free;
+	bo->dev_sgt = sgt;
 	return sgt;
+
+err_free:
+	sg_free_table(sgt);
+	kfree(sgt);
+err_unpin:
+	drm_gem_shmem_unpin(&bo->shmem);
+	return ERR_PTR(ret);
 }
 
 /* ---- HBM buffers --------------------------------------------------------- */

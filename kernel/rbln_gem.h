@@ -8,6 +8,7 @@
 #define RBLN_GEM_H
 
 #include <linux/atomic.h>
+#include <linux/dma-mapping.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
@@ -54,6 +55,16 @@ struct rbln_bo {
 	/* import */
 	struct sg_table *import_sgt;
 };
+
+/*
+ * Host memory the card uses (host buffers, userptr) stays DMA-mapped for
+ * the buffer's life while the CPU uses it too: the driver relies on a
+ * cache-coherent interconnect and never syncs caches per job.  The
+ * mappings therefore skip the CPU sync, which also lets the same pages be
+ * mapped twice - pinned in two userptr buffers, or a host buffer used by
+ * its own card and, through PRIME, by another - as the uAPI allows.
+ */
+#define RBLN_HOST_DMA_ATTRS	DMA_ATTR_SKIP_CPU_SYNC
 
 static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
 {

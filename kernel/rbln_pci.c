@@ -107,6 +107,12 @@ int rbln_pci_setup_irqs(struct rbln_device *rdev)
 		dev_err(dev, "no usable 64-bit DMA: %d\n", ret);
 		return ret;
 	}
+	/*
+	 * The card reaches host memory through its own MMU, page by page: a
+	 * DMA segment may be as long as the DMA API allows (without this the
+	 * PCI default of 64 KiB applies, and 2 MiB huge pages break it).
+	 */
+	dma_set_max_seg_size(dev, UINT_MAX);
 
 	nvec = pci_alloc_irq_vectors(pdev, RBLN_FW_MIN_VECTORS,
 				     rdev->id.num_vectors, PCI_IRQ_MSIX);

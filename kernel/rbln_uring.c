@@ -107,7 +107,14 @@ static enum hrtimer_restart rbln_uring_deadline(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* Ring or task teardown: complete a still pending command now. */
+/*
+ * Ring or task teardown: complete a still pending command now.  The ring's
+ * end calls this from a kernel worker (io_ring_exit_work) while the
+ * submitter may still live; a ring with deferred task work may post CQEs
+ * only from the submitter, so the completion is not deferred to this
+ * caller's flush but handed to the submitter as task work (the command
+ * leaves the cancelable list at once either way).
+ */
 static int rbln_uring_cancel(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct rbln_uring_req *req = rbln_pdu(cmd)->req;
@@ -115,7 +122,8 @@ static int rbln_uring_cancel(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (!dma_fence_remove_callback(req->fence, &req->cb) ||
 	    !rbln_uring_claim(req, -ECANCELED))
 		return 0;	/* its completion is on the way */
-	rbln_uring_done(cmd, -ECANCELED, req->res2, issue_flags);
+	rbln_uring_done(cmd, -ECANCELED, req->res2,
+			issue_flags & ~IO_URING_F_COMPLETE_DEFER);
 	rbln_uring_put(req);
 	return 0;
 }

@@ -28,7 +28,8 @@ static enum dma_data_direction rbln_userptr_dir(struct rbln_bo *bo)
 static void rbln_userptr_release(struct rbln_device *rdev, struct rbln_bo *bo)
 {
 	if (bo->pin_sgt) {
-		dma_unmap_sgtable(rdev->drm.dev, bo->pin_sgt, rbln_userptr_dir(bo), 0);
+		dma_unmap_sgtable(rdev->drm.dev, bo->pin_sgt, rbln_userptr_dir(bo),
+				  RBLN_HOST_DMA_ATTRS);
 		sg_free_table(bo->pin_sgt);
 		kfree(bo->pin_sgt);
 		bo->pin_sgt = NULL;
@@ -118,7 +119,8 @@ static int rbln_userptr_pin(struct rbln_device *rdev, struct rbln_bo *bo,
 		kfree(sgt);
 		return ret;
 	}
-	ret = dma_map_sgtable(rdev->drm.dev, sgt, rbln_userptr_dir(bo), 0);
+	ret = dma_map_sgtable(rdev->drm.dev, sgt, rbln_userptr_dir(bo),
+			      RBLN_HOST_DMA_ATTRS);
 	if (ret) {
 		sg_free_table(sgt);
 		kfree(sgt);

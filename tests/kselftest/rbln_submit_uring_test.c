@@ -578,6 +578,13 @@ static void in_flight_teardown(struct __test_metadata *_metadata,
 			pause();
 		/* close the ring with everything in flight, then the file */
 		io_uring_queue_exit(&ring);
+		/*
+		 * A deferred-task-run ring's end cancels the pending commands
+		 * from a kernel worker: with the submitter still alive, their
+		 * completions must still be posted from its own context.
+		 */
+		if (ring_flags & IORING_SETUP_DEFER_TASKRUN)
+			rbln_sleep_ms(2 * HOLD_MS);
 		close(fd);
 		_exit(0);
 	}
@@ -634,6 +641,24 @@ TEST_F_TIMEOUT(ur, killing_a_process_with_jobs_in_flight_leaks_nothing, 120)
 	if (!self->ready)
 		return;
 	in_flight_teardown(_metadata, self, true, 0);
+}
+
+/* The ring librbln makes: single issuer, task work deferred to its waits. */
+#define DEFERRED_RING (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN)
+
+TEST_F_TIMEOUT(ur, closing_a_deferred_ring_with_jobs_in_flight_leaks_nothing,
+	       120)
+{
+	if (!self->ready)
+		return;
+	in_flight_teardown(_metadata, self, false, DEFERRED_RING);
+}
+
+TEST_F_TIMEOUT(ur, killing_a_process_with_a_deferred_ring_leaks_nothing, 120)
+{
+	if (!self->ready)
+		return;
+	in_flight_teardown(_metadata, self, true, DEFERRED_RING);
 }
 
 /*

@@ -15,6 +15,13 @@
 
 #include "rbln_config.h"
 
+/* 6.13 spells a symbol namespace as a string. */
+#ifdef HAVE_MODULE_IMPORT_NS_STRING
+#define RBLN_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define RBLN_IMPORT_NS_DMA_BUF() MODULE_IMPORT_NS(DMA_BUF)
+#endif
+
 /*
  * 6.12 added file_operations.fop_flags; accel_open() refuses files
  * without FOP_UNSIGNED_OFFSET there.  Older kernels have neither.

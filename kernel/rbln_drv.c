@@ -368,6 +368,8 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 		ret = rbln_reset_init(rdev);
 	if (!ret)
 		ret = rbln_vms_init(rdev);
+	if (!ret)
+		ret = rbln_gem_init(rdev);
 	if (ret)
 		return ret;
 
@@ -428,7 +430,9 @@ err_fw:
 /*
  * Unbind, rmmod or surprise removal.  Open files keep the drm_device (and
  * so struct rbln_device) alive; after drm_dev_unplug() every ioctl on them
- * fails with -ENODEV and no path touches the hardware again.
+ * fails with -ENODEV and no path touches the hardware again.  Once the
+ * card is stopped, everything DMA-mapped for it (buffers, page tables) is
+ * given back: nothing of the device's DMA outlives the binding.
  */
 static void rbln_pci_remove(struct pci_dev *pdev)
 {
@@ -438,6 +442,8 @@ static void rbln_pci_remove(struct pci_dev *pdev)
 		drm_dev_unplug(&rdev->drm);
 	rbln_reset_fini(rdev);
 	rbln_fw_fini(rdev);
+	rbln_gem_unplug(rdev);
+	rbln_vms_unplug(rdev);
 	rbln_sysfs_fini(rdev);
 }
 
@@ -559,5 +565,7 @@ module_exit(rbln_exit);
 
 MODULE_VERSION(RBLN_DRIVER_VERSION);
 MODULE_LICENSE("GPL");
+/* dma_buf_unmap_attachment_unlocked(): imports given back at unbind. */
+RBLN_IMPORT_NS_DMA_BUF();
 MODULE_DESCRIPTION(RBLN_DRIVER_DESC);
 MODULE_AUTHOR("rbln developers");

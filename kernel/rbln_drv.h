@@ -27,6 +27,7 @@
  *   events.lock -> vms.xa's lock -> vm->fault_lock (spinlock, irqsave)
  *   ring->lock (spinlock, irqsave, hard irq) -> vm->fault_lock, fence_lock
  *   hbm.chiplet[i].lock (mutex, struct rbln_hbm): takes no other lock
+ *   bo->lock -> gem.dma_lock (mutex, struct rbln_gem): takes no other lock
  *
  * Not every pair on a line nests in the code (reset.lock -> vm->lock does
  * in rbln_vm_close() and the recovery, reset.lock -> admin.lock in the
@@ -167,7 +168,7 @@ struct rbln_device {
 	struct rbln_telemetry telemetry; /* rbln_telemetry.c */
 	struct rbln_hbm_mem hbm;	/* rbln_hbm.c */
 	struct rbln_vms vms;		/* rbln_vm.c, rbln_mmu.c */
-	struct rbln_gem_stats gem;	/* rbln_gem.c, rbln_userptr.c */
+	struct rbln_gem gem;	/* rbln_gem.c, rbln_userptr.c */
 	struct rbln_rings rings;	/* rbln_ring.c */
 	struct rbln_reset reset;	/* rbln_reset.c */
 	struct rbln_sysfs sysfs;	/* rbln_sysfs.c */

@@ -29,6 +29,7 @@
 
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 
@@ -48,6 +49,7 @@ static void rbln_bo_init_common(struct rbln_bo *bo, enum rbln_bo_kind kind)
 	mutex_init(&bo->lock);
 	INIT_LIST_HEAD(&bo->vmas);
 	INIT_LIST_HEAD(&bo->blocks);
+	INIT_LIST_HEAD(&bo->dma_link);
 }
 
 /* GEM open/close: the buffer's place in the file's VM (rbln_vma_add()). */
@@ -82,6 +84,7 @@ static void rbln_host_free(struct drm_gem_object *obj)
 	struct rbln_bo *bo = to_rbln_bo(obj);
 
 	atomic64_sub(obj->size, &to_rbln(obj->dev)->gem.host_bytes);
+	rbln_bo_dma_untrack(bo);
 	rbln_host_unmap(bo);
 	rbln_bo_fini(bo);
 	drm_gem_shmem_free(&bo->shmem);	/* frees bo: shmem is its start */
@@ -203,6 +206,11 @@ struct sg_table *rbln_bo_device_sgt(struct rbln_bo *bo)
 	if (ret)
 		goto err_free;
 	bo->dev_sgt = sgt;
+	ret = rbln_bo_dma_track(bo);
+	if (ret) {
+		rbln_host_unmap(bo);
+		return ERR_PTR(ret);
+	}
 	return sgt;
 
 err_free:
@@ -370,11 +378,23 @@ static const struct drm_gem_object_funcs rbln_hbm_funcs = {
 
 /* ---- imported dma-bufs --------------------------------------------------- */
 
+static void rbln_import_unmap(struct rbln_bo *bo)
+{
+	if (!bo->import_sgt)
+		return;
+	dma_buf_unmap_attachment_unlocked(bo->shmem.base.import_attach,
+					  bo->import_sgt, DMA_BIDIRECTIONAL);
+	bo->import_sgt = NULL;
+	bo->dev_sgt = NULL;
+}
+
 static void rbln_import_free(struct drm_gem_object *obj)
 {
 	struct rbln_bo *bo = to_rbln_bo(obj);
 
+	rbln_bo_dma_untrack(bo);
 	rbln_bo_fini(bo);
+	/* Detaches; unmaps too unless rbln_gem_unplug() did it already. */
 	drm_prime_gem_destroy(obj, bo->import_sgt);
 	drm_gem_object_release(obj);
 	kfree(bo);
@@ -402,6 +422,15 @@ rbln_gem_prime_import_sg_table(struct drm_device *drm,
 		return ERR_CAST(bo);
 	bo->import_sgt = sgt;
 	bo->dev_sgt = sgt;
+	if (rbln_bo_dma_track(bo)) {
+		/* Unbound meanwhile: the helper unmaps and detaches. */
+		bo->import_sgt = NULL;
+		bo->dev_sgt = NULL;
+		rbln_bo_fini(bo);
+		drm_gem_object_release(&bo->shmem.base);
+		kfree(bo);
+		return ERR_PTR(-ENODEV);
+	}
 	return &bo->shmem.base;
 }
 
@@ -424,6 +453,77 @@ struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
 }
 
 /* ---- common -------------------------------------------------------------- */
+
+/* Probe: the buffers' shared state. */
+int rbln_gem_init(struct rbln_device *rdev)
+{
+	INIT_LIST_HEAD(&rdev->gem.dma_bos);
+	return drmm_mutex_init(&rdev->drm, &rdev->gem.dma_lock);
+}
+
+/*
+ * @bo now holds DMA mappings for the card: rbln_gem_unplug() will give
+ * them back.  -ENODEV once the card is unbound: the caller unmaps.
+ */
+int rbln_bo_dma_track(struct rbln_bo *bo)
+{
+	struct rbln_gem *gem = &to_rbln(bo->shmem.base.dev)->gem;
+	int ret = 0;
+
+	mutex_lock(&gem->dma_lock);
+	if (gem->unplugged)
+		ret = -ENODEV;
+	else
+		list_add_tail(&bo->dma_link, &gem->dma_bos);
+	mutex_unlock(&gem->dma_lock);
+	return ret;
+}
+
+/* At the buffer's free, before it unmaps. */
+void rbln_bo_dma_untrack(struct rbln_bo *bo)
+{
+	struct rbln_gem *gem = &to_rbln(bo->shmem.base.dev)->gem;
+
+	mutex_lock(&gem->dma_lock);
+	list_del_init(&bo->dma_link);
+	mutex_unlock(&gem->dma_lock);
+}
+
+/*
+ * Unbind, once the card is stopped: every DMA mapping for it is given
+ * back now, not when the open files that still hold the buffers close
+ * (the device may be gone by then, and its IOMMU domain with it).  The
+ * buffers stay valid for the CPU; the card can no longer be reached.  A
+ * buffer whose last reference is being dropped meanwhile unmaps itself.
+ */
+void rbln_gem_unplug(struct rbln_device *rdev)
+{
+	struct rbln_gem *gem = &rdev->gem;
+	struct rbln_bo *bo, *tmp;
+	LIST_HEAD(held);
+
+	mutex_lock(&gem->dma_lock);
+	gem->unplugged = true;
+	list_for_each_entry_safe(bo, tmp, &gem->dma_bos, dma_link) {
+		list_del_init(&bo->dma_link);
+		if (kref_get_unless_zero(&bo->shmem.base.refcount))
+			list_add_tail(&bo->dma_link, &held);
+	}
+	mutex_unlock(&gem->dma_lock);
+
+	list_for_each_entry_safe(bo, tmp, &held, dma_link) {
+		list_del_init(&bo->dma_link);
+		mutex_lock(&bo->lock);
+		if (bo->kind == RBLN_BO_KIND_HOST)
+			rbln_host_unmap(bo);
+		else if (bo->kind == RBLN_BO_KIND_USERPTR)
+			rbln_userptr_unmap(bo);
+		else if (bo->kind == RBLN_BO_KIND_IMPORT)
+			rbln_import_unmap(bo);
+		mutex_unlock(&bo->lock);
+		drm_gem_object_put(&bo->shmem.base);
+	}
+}
 
 /* RBLN_INFO_MEM: bytes of host buffers and of pinned user pages, all clients. */
 void rbln_gem_stats(struct rbln_device *rdev, u64 *host_bytes, u64 *pinned_bytes)

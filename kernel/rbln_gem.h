@@ -43,6 +43,7 @@ struct rbln_bo {
 	struct mutex lock;
 	struct list_head vmas;		/* struct rbln_vma, one per VM */
 	struct sg_table *dev_sgt;	/* DMA addresses for the card */
+	struct list_head dma_link;	/* in rbln_gem.dma_bos while mapped */
 
 	struct list_head blocks;	/* HBM: buddy blocks */
 
@@ -71,13 +72,26 @@ static inline struct rbln_bo *to_rbln_bo(struct drm_gem_object *obj)
 	return container_of(obj, struct rbln_bo, shmem.base);
 }
 
-/* Memory figures of all clients (RBLN_INFO_MEM). */
-struct rbln_gem_stats {
-	atomic64_t host_bytes;		/* host buffers */
-	atomic64_t pinned_bytes;	/* pinned user pages */
+/* The buffers of all clients. */
+struct rbln_gem {
+	atomic64_t host_bytes;		/* host buffers (RBLN_INFO_MEM) */
+	atomic64_t pinned_bytes;	/* pinned user pages (RBLN_INFO_MEM) */
+	/*
+	 * Protects dma_bos and unplugged.  dma_bos lists the buffers that
+	 * hold DMA mappings for the card (host buffers once used, userptr,
+	 * imports): rbln_gem_unplug() gives those back at unbind even while
+	 * open files keep the buffers, and none is made after it.
+	 */
+	struct mutex dma_lock;
+	struct list_head dma_bos;
+	bool unplugged;
 };
 
 /* rbln_gem.c */
+int rbln_gem_init(struct rbln_device *rdev);
+void rbln_gem_unplug(struct rbln_device *rdev);
+int rbln_bo_dma_track(struct rbln_bo *bo);
+void rbln_bo_dma_untrack(struct rbln_bo *bo);
 void rbln_gemfs_init(void);
 void rbln_gemfs_fini(void);
 struct drm_gem_object *rbln_gem_create_object(struct drm_device *drm,
@@ -104,6 +118,7 @@ int rbln_ioctl_bo_info(struct drm_device *drm, void *data,
 		       struct drm_file *file);
 
 /* rbln_userptr.c */
+void rbln_userptr_unmap(struct rbln_bo *bo);
 int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
 			  struct drm_file *file);
 

@@ -115,6 +115,8 @@ int rbln_pt_map(struct rbln_vm *vm, u64 va, u64 addr, u64 len, u64 pte_flags)
 	u64 va0 = va, done = 0;
 
 	lockdep_assert_held(&vm->lock);
+	if (!vm->root)
+		return -ENODEV;	/* freed at unbind */
 	if (!IS_ALIGNED(va | addr | len, RBLN_FW_PAGE_SIZE) ||
 	    (addr & ~RBLN_FW_PTE_ADDR_MASK) ||
 	    (pte_flags & ~(RBLN_FW_PTE_READ | RBLN_FW_PTE_WRITE | RBLN_FW_PTE_LOCAL)))

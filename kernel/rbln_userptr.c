@@ -25,15 +25,23 @@ static enum dma_data_direction rbln_userptr_dir(struct rbln_bo *bo)
 						      DMA_BIDIRECTIONAL;
 }
 
+/* The card's mapping; the pages stay pinned until the buffer is freed. */
+void rbln_userptr_unmap(struct rbln_bo *bo)
+{
+	if (!bo->pin_sgt)
+		return;
+	dma_unmap_sgtable(bo->shmem.base.dev->dev, bo->pin_sgt,
+			  rbln_userptr_dir(bo), RBLN_HOST_DMA_ATTRS);
+	sg_free_table(bo->pin_sgt);
+	kfree(bo->pin_sgt);
+	bo->pin_sgt = NULL;
+	bo->dev_sgt = NULL;
+}
+
 static void rbln_userptr_release(struct rbln_device *rdev, struct rbln_bo *bo)
 {
-	if (bo->pin_sgt) {
-		dma_unmap_sgtable(rdev->drm.dev, bo->pin_sgt, rbln_userptr_dir(bo),
-				  RBLN_HOST_DMA_ATTRS);
-		sg_free_table(bo->pin_sgt);
-		kfree(bo->pin_sgt);
-		bo->pin_sgt = NULL;
-	}
+	rbln_bo_dma_untrack(bo);
+	rbln_userptr_unmap(bo);
 	if (bo->pages) {
 		unpin_user_pages_dirty_lock(bo->pages, bo->npages,
 					    !(bo->flags & RBLN_BO_DEVICE_READ_ONLY));
@@ -128,7 +136,7 @@ static int rbln_userptr_pin(struct rbln_device *rdev, struct rbln_bo *bo,
 	}
 	bo->pin_sgt = sgt;
 	bo->dev_sgt = sgt;
-	return 0;
+	return rbln_bo_dma_track(bo);	/* on error the free unmaps */
 }
 
 int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,

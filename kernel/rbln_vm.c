@@ -43,12 +43,13 @@ static void rbln_vms_fini(struct drm_device *drm, void *arg)
 int rbln_vms_init(struct rbln_device *rdev)
 {
 	xa_init_flags(&rdev->vms.xa, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&rdev->vms.all);
 	return drmm_mutex_init(&rdev->drm, &rdev->vms.list_lock);
 }
 
 /*
- * Probe, once the card is up: the page-table pool.  It lives as long as
- * the drm_device (open files may outlive the PCI binding), not the bind.
+ * Probe, once the card is up: the page-table pool.  It lives until the
+ * unbind (rbln_vms_unplug()); a failed probe frees it with the drm_device.
  */
 int rbln_vms_alloc(struct rbln_device *rdev)
 {
@@ -61,6 +62,45 @@ int rbln_vms_alloc(struct rbln_device *rdev)
 	return drmm_add_action_or_reset(&rdev->drm, rbln_vms_fini, NULL);
 }
 
+/* Frees @vm's page tables (the card must no longer use them). */
+static void rbln_vm_free_tables(struct rbln_vm *vm)
+{
+	struct rbln_device *rdev = vm->rdev;
+
+	mutex_lock(&rdev->vms.list_lock);
+	list_del_init(&vm->link);
+	mutex_lock(&vm->lock);
+	rbln_pt_free_tree(rdev, vm->root);
+	vm->root = NULL;
+	mutex_unlock(&vm->lock);
+	mutex_unlock(&rdev->vms.list_lock);
+}
+
+/*
+ * Unbind, once the card is stopped: the page tables of every VM, and the
+ * pool they come from, are freed now rather than when the open files that
+ * still hold the VMs close.  Those files can do nothing with the card any
+ * more; their VMs keep their address ranges, without tables.
+ */
+void rbln_vms_unplug(struct rbln_device *rdev)
+{
+	struct rbln_vms *vms = &rdev->vms;
+	struct rbln_vm *vm, *tmp;
+
+	mutex_lock(&vms->list_lock);
+	list_for_each_entry_safe(vm, tmp, &vms->all, link) {
+		list_del_init(&vm->link);
+		mutex_lock(&vm->lock);
+		rbln_pt_free_tree(rdev, vm->root);
+		vm->root = NULL;
+		vm->bound = false;
+		mutex_unlock(&vm->lock);
+	}
+	dma_pool_destroy(vms->pt_pool);
+	vms->pt_pool = NULL;
+	mutex_unlock(&vms->list_lock);
+}
+
 int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
 {
 	int ret;
@@ -69,11 +109,19 @@ int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
 	mutex_init(&vm->lock);
 	spin_lock_init(&vm->fault_lock);
 	drm_mm_init(&vm->mm, RBLN_VA_START, RBLN_VA_END - RBLN_VA_START);
-	vm->root = rbln_pt_alloc(rdev);
-	if (!vm->root) {
-		ret = -ENOMEM;
-		goto err;
+	INIT_LIST_HEAD(&vm->link);
+	mutex_lock(&rdev->vms.list_lock);
+	if (rdev->vms.pt_pool) {
+		vm->root = rbln_pt_alloc(rdev);
+		ret = vm->root ? 0 : -ENOMEM;
+	} else {
+		ret = -ENODEV;	/* unbound meanwhile */
 	}
+	if (!ret)
+		list_add_tail(&vm->link, &rdev->vms.all);
+	mutex_unlock(&rdev->vms.list_lock);
+	if (ret)
+		goto err;
 	ret = xa_alloc(&rdev->vms.xa, &vm->asid, vm,
 		       XA_LIMIT(1, RBLN_FW_MAX_ASID - 1), GFP_KERNEL);
 	if (ret) {
@@ -88,7 +136,7 @@ int rbln_vm_init(struct rbln_device *rdev, struct rbln_vm *vm)
 	return 0;
 
 err:
-	rbln_pt_free_tree(rdev, vm->root);
+	rbln_vm_free_tables(vm);
 	drm_mm_takedown(&vm->mm);
 	mutex_destroy(&vm->lock);
 	return ret;
@@ -136,7 +184,7 @@ void rbln_vm_fini(struct rbln_vm *vm)
 	}
 	rbln_reset_unlock(rdev);
 	xa_release(&rdev->vms.xa, vm->asid);
-	rbln_pt_free_tree(rdev, vm->root);
+	rbln_vm_free_tables(vm);
 	drm_WARN_ON(&rdev->drm, !drm_mm_clean(&vm->mm));
 	drm_mm_takedown(&vm->mm);
 	mutex_destroy(&vm->lock);
@@ -149,6 +197,8 @@ static int rbln_vm_bind_locked(struct rbln_vm *vm)
 	lockdep_assert_held(&vm->lock);
 	if (vm->bound)
 		return 0;
+	if (!vm->root)
+		return -ENODEV;	/* unbound: rbln_vms_unplug() */
 	ret = rbln_msg_vm_bind(vm->rdev, vm->asid, rbln_pt_dma(vm->root));
 	if (ret)
 		return ret;

@@ -36,7 +36,8 @@ struct rbln_vm {
 	/* Protects mm, the page tables under root, bound and mapped_bytes. */
 	struct mutex lock;
 	struct drm_mm mm;		/* VA allocator */
-	struct rbln_pt *root;
+	struct rbln_pt *root;		/* NULL once freed at unbind */
+	struct list_head link;		/* in rbln_vms.all, under its list_lock */
 	u32 asid;
 	bool bound;			/* the card knows the root */
 	bool closed;			/* its file is gone: run no more jobs */
@@ -70,15 +71,19 @@ struct rbln_vms {
 	/*
 	 * Protects the VMs found in xa against their teardown, for the
 	 * walkers outside their files: the debug access and recovery's
-	 * rebind.  rbln_vm_fini() takes its VM out of xa under it.
+	 * rebind.  rbln_vm_fini() takes its VM out of xa under it.  Also
+	 * protects all (every VM that has page tables, in xa or not) and
+	 * pt_pool, which rbln_vms_unplug() frees at unbind.
 	 */
 	struct mutex list_lock;
+	struct list_head all;
 	struct dma_pool *pt_pool;	/* page-table pages */
 };
 
 /* rbln_vm.c */
 int rbln_vms_init(struct rbln_device *rdev);
 int rbln_vms_alloc(struct rbln_device *rdev);
+void rbln_vms_unplug(struct rbln_device *rdev);
 void rbln_vms_rebind(struct rbln_device *rdev);
 int rbln_vm_debug_access(struct rbln_device *rdev, u32 asid, bool write,
 			 u64 va, void *buf, u32 len);

@@ -128,6 +128,8 @@ struct_has DRM_DRIVER_DATE drm/drm_drv.h drm_driver 'char \*date;'
 struct_has DRM_DRIVER_SHOW_FDINFO drm/drm_drv.h drm_driver 'show_fdinfo\)'
 # 6.3: drm_debugfs_add_file().
 have DRM_DEBUGFS_ADD_FILE drm/drm_debugfs.h 'void drm_debugfs_add_file\('
+# 6.13: MODULE_IMPORT_NS() takes the namespace as a string literal.
+have MODULE_IMPORT_NS_STRING linux/module.h 'MODULE_INFO\(import_ns, ns\)'
 # 6.11: sysfs group visibility may hide a whole named group.
 have SYSFS_GROUP_INVISIBLE linux/sysfs.h 'SYSFS_GROUP_INVISIBLE'
 

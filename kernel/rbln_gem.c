@@ -639,7 +639,8 @@ int rbln_ioctl_bo_create(struct drm_device *drm, void *data,
 		size = round_up(size, SZ_2M);
 	/* HBM: larger than the chiplet (-E2BIG) is checked at allocation. */
 	if (args->region == RBLN_REGION_HOST &&
-	    size > RBLN_VA_END - RBLN_VA_START)
+	    (size > RBLN_VA_END - RBLN_VA_START ||
+	     !rbln_host_pages_fit(size >> PAGE_SHIFT)))
 		return -ENOMEM;
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;

@@ -10,6 +10,7 @@
 #include <linux/atomic.h>
 #include <linux/dma-mapping.h>
 #include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 
@@ -86,6 +87,18 @@ struct rbln_gem {
 	struct list_head dma_bos;
 	bool unplugged;
 };
+
+/*
+ * The most pages one host or userptr buffer may have: the machine's RAM
+ * (every page is resident while the card uses the buffer), and no more
+ * than a page array kvmalloc() hands out without a warning (1 TiB of 4 KiB
+ * pages).  Larger requests are -ENOMEM before anything is allocated.
+ */
+static inline bool rbln_host_pages_fit(u64 npages)
+{
+	return npages <= totalram_pages() &&
+	       npages <= INT_MAX / sizeof(struct page *);
+}
 
 /* rbln_gem.c */
 int rbln_gem_init(struct rbln_device *rdev);

@@ -98,7 +98,8 @@ static int rbln_userptr_pin(struct rbln_device *rdev, struct rbln_bo *bo,
 	mmgrab(current->mm);
 	bo->mm = current->mm;
 
-	bo->pages = kvmalloc_array(bo->npages, sizeof(*bo->pages), GFP_KERNEL);
+	bo->pages = kvmalloc_array(bo->npages, sizeof(*bo->pages),
+				   GFP_KERNEL | __GFP_NOWARN);
 	if (!bo->pages)
 		return -ENOMEM;
 	while (pinned < bo->npages) {
@@ -152,7 +153,8 @@ int rbln_ioctl_bo_userptr(struct drm_device *drm, void *data,
 	if (!args->addr || !args->size || !PAGE_ALIGNED(args->addr) ||
 	    !PAGE_ALIGNED(args->size) || args->addr + args->size < args->addr)
 		return -EINVAL;
-	if (args->size > RBLN_VA_END - RBLN_VA_START)
+	if (args->size > RBLN_VA_END - RBLN_VA_START ||
+	    !rbln_host_pages_fit(args->size >> PAGE_SHIFT))
 		return -ENOMEM;
 	if (!access_ok(u64_to_user_ptr(args->addr), args->size))
 		return -EFAULT;

@@ -208,6 +208,20 @@ TEST_F(bad, host_buffer_beyond_memory_is_enomem)
 					    sizes[s], RBLN_REGION_HOST, 0, 0);
 }
 
+TEST_F(bad, host_buffer_larger_than_ram_or_1_tib_is_enomem_at_once)
+{
+	/*
+	 * Within the device VA span, but never backable while the card uses
+	 * it (every page resident): refused at creation, not at first use.
+	 */
+	static const __u64 sizes[] = { 1ull << 40, 4ull << 40 };
+
+	for (int i = 0; i < self->count; i++)
+		for (size_t s = 0; s < ARRAY_SIZE(sizes); s++)
+			expect_create_fails(_metadata, self->fd[i], -ENOMEM,
+					    sizes[s], RBLN_REGION_HOST, 0, 0);
+}
+
 TEST_F(bad, whole_chiplet_sized_hbm_buffer_fits_an_empty_chiplet)
 {
 	for (int i = 0; i < self->count; i++)

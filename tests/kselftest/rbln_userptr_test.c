@@ -414,6 +414,71 @@ TEST_F(userptr, cap_ipc_lock_pins_past_rlimit_memlock)
 	}
 }
 
+/*
+ * An unprivileged process whose RLIMIT_MEMLOCK is unlimited (containers,
+ * HPC) asks to pin 1 TiB: more than the machine's RAM and than one page
+ * array may hold.  The driver refuses it with -ENOMEM before it allocates
+ * or charges anything - no kvmalloc() warning, which would panic a machine
+ * running with panic_on_warn.
+ */
+enum {
+	HUGE_OK = 0,
+	HUGE_SETUP = 20,
+	HUGE_STILL_PRIVILEGED,
+	HUGE_NOT_ENOMEM,
+};
+
+static int huge_pin_child(int minor)
+{
+	const size_t len = 1ull << 40;
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	int fd = rbln_open_minor(minor);
+	void *mem;
+	int err;
+
+	if (fd < 0 || setrlimit(RLIMIT_MEMLOCK, &rl))
+		return HUGE_SETUP;
+	/* nobody: no capabilities left, the unlimited limit stays */
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return HUGE_SETUP;
+	if (geteuid() == 0)
+		return HUGE_STILL_PRIVILEGED;
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		return HUGE_SETUP;
+	err = rbln_bo_userptr(fd, mem, len, 0, NULL);
+	return err == -ENOMEM ? HUGE_OK : HUGE_NOT_ENOMEM;
+}
+
+TEST_F(userptr, unprivileged_1tib_pin_with_unlimited_memlock_is_enomem_without_a_warning)
+{
+	static char klog[65536];
+	int kfd = rbln_kmsg_open();
+
+	ASSERT_LE(0, kfd);
+	for (int i = 0; i < self->count; i++) {
+		__u64 base = pinned_now(_metadata, self->fd[i]);
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(huge_pin_child(self->nodes[i].minor));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(HUGE_OK, WEXITSTATUS(status))
+		TH_LOG("child exit %d (21: still privileged, 22: not -ENOMEM)",
+		       WEXITSTATUS(status));
+		EXPECT_EQ(base, pinned_now(_metadata, self->fd[i]));
+	}
+	klog[0] = '\0';
+	EXPECT_EQ(0, rbln_kmsg_read(kfd, klog, sizeof(klog)));
+	close(kfd);
+	EXPECT_EQ(0, rbln_count_lines(klog, "WARNING:", NULL, NULL))
+	TH_LOG("kernel log:\n%s", klog);
+}
+
 TEST_F(userptr, killed_process_unpins_its_pages)
 {
 	for (int i = 0; i < self->count; i++) {

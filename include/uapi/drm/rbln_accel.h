@@ -259,8 +259,10 @@ struct drm_rbln_info_vm {
  * flags, chiplet index not on the card or given with HOST/AUTO, pad),
  * -E2BIG (larger than the chiplet's HBM: it can never fit), -ENOSPC (the
  * chiplet, or for AUTO every chiplet, has no free block that large right
- * now), -ENOMEM (host memory or device VA exhausted), -EIO (card not
- * ready), -ENODEV.  On error nothing is allocated.
+ * now), -ENOMEM (host memory or device VA exhausted; for host buffers also
+ * a size above the machine's RAM or 1 TiB, which could never be backed
+ * while the card uses it), -EIO (card not ready), -ENODEV.  On error
+ * nothing is allocated.
  */
 struct drm_rbln_bo_create {
 	__u64 size;
@@ -319,7 +321,8 @@ struct drm_rbln_bo_info {
  * Errors: -EINVAL (address or size 0 or not page aligned, range wraps,
  * unknown flags), -EFAULT (the range is not mapped in the caller's address
  * space, or not writable without READ_ONLY), -ENOMEM (past RLIMIT_MEMLOCK
- * without CAP_IPC_LOCK, or out of memory), -ENODEV.
+ * without CAP_IPC_LOCK, larger than the machine's RAM or 1 TiB - checked
+ * before anything is pinned or charged - or out of memory), -ENODEV.
  */
 struct drm_rbln_bo_userptr {
 	__u64 addr;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Lint of everything outside kernel/: clang-format and clang-tidy on the
 # user-space C/C++ (umd/, tools/, tests/), checkpatch --strict on the C that
-# follows kernel style (kselftests, the runner's test module).
+# follows kernel style (kselftests, the runner's test modules).
 # usage: lint-user.sh CMAKE_BUILD_DIR
 # RBLN_LINT_TIDY=skip runs all but clang-tidy, =only clang-tidy alone (make
 # test runs the two apart, clang-tidy beside the build and the tests).
@@ -17,7 +17,7 @@ bdir=${1:-$top/build/cmake}
 cd "$top"
 status=0
 
-kstyle='^(tests/kselftest/|tests/runner/warn-module/)'
+kstyle='^(tests/kselftest/|tests/runner/(warn|debug)-module/|tests/runner/buddy-repro/)'
 mapfile -t user < <(git ls-files 'umd/*' 'tools/*' 'tests/*' |
 	grep -E '\.(c|cc|cpp|h|hpp)$' | grep -Ev "$kstyle")
 mapfile -t kfiles < <(git ls-files 'tests/*' | grep -E '\.(c|h)$' | grep -E "$kstyle")

@@ -44,7 +44,7 @@ running jobs: sysfs chiplet<i>/busy_ns (per process: fdinfo
 drm-engine-chiplet<i>) read twice, INTERVAL ms apart.
 
   -L, --list                  one line per card (no sampling)
-  -j, --json                  JSON (schema_version 2; units in the key names)
+  -j, --json                  JSON (schema_version 2.1; units in the key names)
   -i, --id LIST               only the cards in LIST: NPU indices or PCI
                               addresses, comma-separated (-i 0,2)
   -l, --loop N                a sample every N seconds (1 to 86400) until

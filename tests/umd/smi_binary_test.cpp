@@ -315,6 +315,7 @@ TEST_P(SmiLoopSignal, EndsTheLoopWithStatusZeroAfterWholeSamples) {
                                      "-l",          "60",     "--query=index,name,hbm_total",
                                      "--format=csv"};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args)
         argv.push_back(a.data());
     argv.push_back(nullptr);

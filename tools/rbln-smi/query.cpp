@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <ctime>
 
 #include "format.hpp"
@@ -33,8 +32,7 @@ constexpr std::array kFields = {
     QueryField{"hbm_total", "MiB", "HBM of all chiplets"},
     QueryField{"hbm_used", "MiB", "HBM held by buffers of all clients, rounded up"},
     QueryField{"hbm_free", "MiB", "hbm_total - hbm_used, rounded down"},
-    QueryField{"utilization", "%",
-               "the mean of the chiplets' utilisation over --interval-ms (default 100 ms)"},
+    QueryField{"utilization", "%", "the card's utilisation over --interval-ms, chiplets' mean"},
     QueryField{"state", "", "the driver's card state: ready, fault, resetting, ..."},
     QueryField{"fw_version", "", "the firmware version"},
     QueryField{"fw_iface_version", "", "the firmware-iface version the card speaks, 1.2"},
@@ -269,10 +267,11 @@ std::string format_timestamp(std::int64_t unix_ns) {
     const auto t = static_cast<std::time_t>(s);
     std::tm tm{};
     gmtime_r(&t, &tm);
-    std::array<char, 40> buf{};
-    std::snprintf(buf.data(), buf.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-    return buf.data();
+    std::array<char, 64> buf{};
+    const std::size_t n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S", &tm);
+    std::string millis = std::to_string(ms);
+    millis.insert(0, 3 - millis.size(), '0');
+    return std::string(buf.data(), n) + "." + millis + "Z";
 }
 
 } // namespace rbln::smi

@@ -229,8 +229,10 @@ static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
 	resets = rbln_reset_card_resets(rdev);
 	rbln_set_fault(rdev, RBLN_FW_FAULT_NONE, "reset requested through sysfs");
 	/*
-	 * The recovery work item is queued by rbln_set_fault(); its own
-	 * drm_dev_enter() lets it finish before an unplug completes.
+	 * rbln_set_fault() queued the recovery.  Waiting for it inside
+	 * drm_dev_enter() cannot deadlock with an unplug: the unplug waits
+	 * for this section, and the work either runs to its end or, once
+	 * the unplug has begun, returns at its own drm_dev_enter().
 	 */
 	flush_work(&rdev->reset.recover_work);
 	if (rbln_reset_card_resets(rdev) != resets &&

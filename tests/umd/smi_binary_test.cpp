@@ -11,6 +11,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <sstream>
+#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -349,6 +350,65 @@ TEST_P(SmiLoopSignal, EndsTheLoopWithStatusZeroAfterWholeSamples) {
     EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10))
         << "the signal did not cut the wait short";
     EXPECT_EQ(slurp(out), first);
+}
+
+// Whether @pid blocks @sig (/proc/<pid>/status SigBlk).
+bool blocks(pid_t pid, int sig) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.starts_with("SigBlk:"))
+            return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+    return false;
+}
+
+// A signal that arrives during a sample (here: while it waits out a long
+// utilisation interval) lets that sample finish and print whole.
+TEST_P(SmiLoopSignal, DuringASampleLetsTheSampleFinishFirst) {
+    fake.load_driver("0.1.0");
+    CardSpec a;
+    a.busy_ns = std::vector<std::uint64_t>{0, 0, 0, 0};
+    fake.add_card(a);
+    std::vector<std::string> args = {RBLN_SMI_PATH,
+                                     "--root",
+                                     fake.root().string(),
+                                     "-l",
+                                     "60",
+                                     "--interval-ms",
+                                     "1500",
+                                     "--query=index,utilization",
+                                     "--format=csv,noheader"};
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (auto& arg : args)
+        argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const auto out = scratch / "sample.out";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!blocks(pid, GetParam()) &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+        usleep(1000);
+    ASSERT_TRUE(blocks(pid, GetParam())) << "rbln-smi -l never blocked the signal";
+    ASSERT_EQ(kill(pid, GetParam()), 0);
+    int wstatus = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &wstatus, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+        usleep(10000);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        FAIL() << "rbln-smi -l 60 did not end within 30 s";
+    }
+    EXPECT_TRUE(WIFEXITED(wstatus)) << "killed by signal " << WTERMSIG(wstatus);
+    EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+    EXPECT_EQ(slurp(out), "0,0 %\n"); // the sample the signal came in, whole
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, SmiLoopSignal, ::testing::Values(SIGINT, SIGTERM),

@@ -2,9 +2,10 @@
 /*
  * rbln: sysfs, hwmon and the uevents (state changes, ring resets).
  *
- * The driver's sysfs ABI (all files world-readable, read-only, one value
- * per file, strings or numbers with units in the name; never renumberable
- * enums).  The directory hangs off the PCI function:
+ * The driver's sysfs ABI (one value per file, strings or numbers with
+ * units in the name; never renumberable enums; every file world-readable
+ * and read-only except "reset", which is write-only for root).  The
+ * directory hangs off the PCI function:
  *
  *   /sys/bus/pci/devices/<bdf>/rbln/            the card
  *   /sys/bus/pci/devices/<bdf>/rbln/chiplet<i>/ chiplet i, 0 <= i < chiplet_count
@@ -14,6 +15,7 @@
  * changes are KOBJ_CHANGE uevents of the PCI function carrying
  * RBLN_STATE=<state> (and RBLN_FAULT_CODE=<n> on a fault).
  */
+#include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/hwmon.h>
 #include <linux/jiffies.h>
@@ -21,6 +23,7 @@
 #include <linux/limits.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 
 #include <drm/drm_drv.h>
 
@@ -167,6 +170,83 @@ static ssize_t heartbeat_losses_show(struct kobject *kobj,
 			  rbln_reset_heartbeat_losses(to_node(kobj)->rdev));
 }
 
+/*
+ * open_files: open files of the card's accel node (struct file, so a dup()
+ * or a fork() sharing one open does not count twice), including files that
+ * no process has in its fd table any more but that something still holds:
+ * a mapping of a buffer made before the fd was closed, an io_uring
+ * registered file, an fd in flight in a UNIX socket.  rbln-smi reads it to
+ * tell whether the card is in use before a reset; /proc/<pid>/fdinfo says
+ * by whom.
+ */
+static ssize_t open_files_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n",
+			  atomic_read(&to_node(kobj)->rdev->drm.open_count));
+}
+
+/*
+ * reset (write-only, root, CAP_SYS_ADMIN): writing 1 (or y, on) resets the
+ * card and returns once it is ready again.  The reset is the card recovery
+ * of rbln_reset.c, started by faulting the card with the reason "reset
+ * requested through sysfs" (fault code none): the state uevents say fault
+ * -> resetting -> ready, it leaves a devcoredump like every recovery,
+ * card_resets counts it, and open files, buffers and queues survive it
+ * while the jobs the card was running fail with -EIO.  Whether processes
+ * hold the card is not checked here (open_files says; rbln-smi --reset
+ * refuses unless --force).  Errors: -EPERM without CAP_SYS_ADMIN; -EINVAL
+ * for anything but a true boolean; -EOPNOTSUPP with the module parameter
+ * recovery=N (nothing would bring the card back); -EBUSY unless the card
+ * is ready with no recovery queued (a recovery is already on its way, or
+ * one failed: rebind the driver); -EIO if the recovery failed (the card
+ * stays in "fault"); -ENODEV once the card is unplugged.
+ */
+static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	struct rbln_device *rdev = to_node(kobj)->rdev;
+	u64 resets;
+	bool reset;
+	int idx, ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = kstrtobool(buf, &reset);
+	if (ret)
+		return ret;
+	if (!reset)
+		return -EINVAL;
+	if (!READ_ONCE(rbln_recovery))
+		return -EOPNOTSUPP;
+	if (!drm_dev_enter(&rdev->drm, &idx))
+		return -ENODEV;
+	if (rbln_get_state(rdev) != RBLN_STATE_READY ||
+	    rbln_reset_pending(rdev)) {
+		ret = -EBUSY;
+		goto out;
+	}
+	resets = rbln_reset_card_resets(rdev);
+	rbln_set_fault(rdev, RBLN_FW_FAULT_NONE, "reset requested through sysfs");
+	/*
+	 * rbln_set_fault() queued the recovery.  Waiting for it inside
+	 * drm_dev_enter() cannot deadlock with an unplug: the unplug waits
+	 * for this section, and the work either runs to its end or, once
+	 * the unplug has begun, returns at its own drm_dev_enter().
+	 */
+	flush_work(&rdev->reset.recover_work);
+	if (rbln_reset_card_resets(rdev) != resets &&
+	    rbln_get_state(rdev) == RBLN_STATE_READY)
+		ret = count;
+	else
+		ret = -EIO;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static struct kobj_attribute rbln_attr_open_files = __ATTR_RO(open_files);
+static struct kobj_attribute rbln_attr_reset = __ATTR_WO(reset);
 static struct kobj_attribute rbln_attr_heartbeat_losses = __ATTR_RO(heartbeat_losses);
 static struct kobj_attribute rbln_attr_card_resets = __ATTR_RO(card_resets);
 static struct kobj_attribute rbln_attr_chiplet_count = __ATTR_RO(chiplet_count);
@@ -192,6 +272,8 @@ static struct attribute *rbln_card_attrs[] = {
 	&rbln_attr_state.attr,
 	&rbln_attr_fault.attr,
 	&rbln_attr_heartbeat.attr,
+	&rbln_attr_open_files.attr,
+	&rbln_attr_reset.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(rbln_card);

@@ -6,7 +6,8 @@
  * card (these tests turn the module's own recovery off).  With recovery
  * on (the default) the driver resets and recovers the card by itself:
  * open files keep working, the recovery is counted and a devcoredump
- * records the fault.  Other cards are not affected.
+ * records the fault.  Other cards are not affected.  Root resets a card
+ * through sysfs rbln/reset: the same recovery, done when the write returns.
  *
  * Changes device state: the teardown clears the fault and binds every card
  * back, even when a test failed half way.
@@ -17,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <drm/rbln_accel.h>
 
@@ -456,6 +461,117 @@ TEST_F_TIMEOUT(fault, recovery_gives_up_after_three_failed_attempts, 120)
 	EXPECT_EQ(0, rbln_emu_cmd(self->target.card, "fault clear", reply,
 				  sizeof(reply), EMU_TIMEOUT_MS));
 	close(fd);
+}
+
+/* rbln/<rel> of the target card. */
+static void target_path(FIXTURE_DATA(fault) * self, const char *rel,
+			char *path, size_t len)
+{
+	snprintf(path, len, "/sys/bus/pci/devices/%s/rbln/%s",
+		 self->target.bdf, rel);
+}
+
+TEST_F_TIMEOUT(fault, sysfs_reset_resets_the_card_before_the_write_returns, 120)
+{
+	char reset_path[128], text[128];
+	struct drm_rbln_info_telemetry t;
+	struct drm_rbln_info_vm vm;
+	struct drm_rbln_bo_create bo;
+	unsigned char want[256], got[256];
+	unsigned long long before;
+	int fd = rbln_open_minor(self->target.minor);
+	int vfd;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+	ASSERT_EQ(0, rbln_bo_create(fd, 4096, RBLN_REGION_HBM, 0, 0, &bo));
+	ASSERT_EQ(0, rbln_info_vm(fd, &vm));
+	vfd = rbln_vm_access_open(self->target.bdf);
+	ASSERT_LE(0, vfd);
+	rbln_pattern_fill(want, sizeof(want), 11, 0);
+	ASSERT_EQ(0, rbln_vm_write(vfd, vm.asid, bo.device_va, want, sizeof(want)));
+	before = read_card_resets(self->target.bdf);
+	ASSERT_NE(~0ULL, before);
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "Y"));
+	target_path(self, "reset", reset_path, sizeof(reset_path));
+	count_coredumps(self->target.bdf); /* frees those of earlier tests */
+
+	ASSERT_EQ(0, rbln_write_file(reset_path, "1"));
+	/* no waiting: the write returned once the card was back */
+	EXPECT_EQ(before + 1, read_card_resets(self->target.bdf));
+	ASSERT_LT(0, rbln_read_file(self->state_path, text, sizeof(text)));
+	EXPECT_STREQ("ready", text);
+	ASSERT_LT(0, rbln_read_file(self->fault_path, text, sizeof(text)));
+	EXPECT_STREQ("none: reset requested through sysfs", text);
+	/* the open file and its buffer survived */
+	EXPECT_EQ(0, rbln_get_info(fd, RBLN_INFO_TELEMETRY, &t, sizeof(t), NULL));
+	EXPECT_EQ(0, rbln_vm_read(vfd, vm.asid, bo.device_va, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(want, got, sizeof(got)));
+	/* "y" is a true boolean as well */
+	ASSERT_EQ(0, rbln_write_file(reset_path, "y\n"));
+	EXPECT_EQ(before + 2, read_card_resets(self->target.bdf));
+	/* like every recovery it left a devcoredump (one per card at a time) */
+	EXPECT_EQ(1, count_coredumps(self->target.bdf));
+	close(vfd);
+	close(fd);
+}
+
+/* In a child without CAP_SYS_ADMIN: -errno of writing 1 to @path. */
+static int write_without_cap_sys_admin(const char *path)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3,
+		};
+		struct __user_cap_data_struct d[2];
+
+		if (syscall(SYS_capget, &h, d))
+			_exit(100);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(101);
+		_exit(-rbln_write_file(path, "1"));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -ECHILD;
+	return -WEXITSTATUS(status);
+}
+
+TEST_F_TIMEOUT(fault, sysfs_reset_refuses_what_it_cannot_do, 120)
+{
+	char reset_path[128], reply[128];
+	unsigned long long before = read_card_resets(self->target.bdf);
+
+	ASSERT_NE(~0ULL, before);
+	ASSERT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+	target_path(self, "reset", reset_path, sizeof(reset_path));
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "Y"));
+	EXPECT_EQ(-EINVAL, rbln_write_file(reset_path, "0"));
+	EXPECT_EQ(-EINVAL, rbln_write_file(reset_path, "x"));
+	/* root without CAP_SYS_ADMIN (the mode lets it open the file) */
+	EXPECT_EQ(-EPERM, write_without_cap_sys_admin(reset_path));
+	/* nothing would bring the card back */
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "N"));
+	EXPECT_EQ(-EOPNOTSUPP, rbln_write_file(reset_path, "1"));
+	EXPECT_EQ(before, read_card_resets(self->target.bdf));
+	EXPECT_EQ(0, wait_state(self->state_path, "ready", STATE_TIMEOUT_MS));
+
+	/* a card in fault is not reset again (recovery is off: it stays) */
+	ASSERT_EQ(0, rbln_emu_cmd(self->target.card,
+				  "fault fw-fault code=3 reason=" FAULT_REASON,
+				  reply, sizeof(reply), EMU_TIMEOUT_MS));
+	ASSERT_EQ(0, wait_state(self->state_path, "fault", STATE_TIMEOUT_MS));
+	ASSERT_EQ(0, rbln_write_file(RECOVERY_PARAM, "Y"));
+	EXPECT_EQ(-EBUSY, rbln_write_file(reset_path, "1"));
+	EXPECT_EQ(before, read_card_resets(self->target.bdf));
+	EXPECT_EQ(0, rbln_emu_cmd(self->target.card, "fault clear", reply,
+				  sizeof(reply), EMU_TIMEOUT_MS));
+	/* the teardown rebinds the faulted card */
 }
 
 TEST_HARNESS_MAIN

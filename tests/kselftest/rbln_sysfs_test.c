@@ -8,7 +8,8 @@
  *                                               temp<2+i> "chiplet<i>", power1
  *
  * Every file is world-readable and read-only, so tools such as rbln-smi work
- * without access to the accel node.
+ * without access to the accel node; but rbln/reset, which is write-only for
+ * root (rbln_fw_fault_test resets cards through it).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -174,7 +175,10 @@ TEST_F(sysfs, one_directory_per_chiplet)
 	}
 }
 
-/* Every regular file under @dir (one level of subdirectories) is 0444. */
+/*
+ * Every regular file under @dir (one level of subdirectories) is 0444, but
+ * "reset", which is 0200.
+ */
 static int check_modes(struct __test_metadata *_metadata, const char *dir,
 		       int depth)
 {
@@ -200,6 +204,11 @@ static int check_modes(struct __test_metadata *_metadata, const char *dir,
 		}
 		if (!S_ISREG(st.st_mode) || !strcmp(de->d_name, "uevent"))
 			continue;
+		if (!strcmp(de->d_name, "reset")) {
+			EXPECT_EQ(0200, st.st_mode & 0777)
+			TH_LOG("%s has mode %o", path, st.st_mode & 0777);
+			continue;
+		}
 		EXPECT_EQ(0444, st.st_mode & 0777)
 		TH_LOG("%s has mode %o", path, st.st_mode & 0777);
 		files++;
@@ -230,6 +239,32 @@ TEST_F(sysfs, files_are_world_readable_and_read_only)
 			ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s", path);
 			EXPECT_EQ(0444, st.st_mode & 0777) TH_LOG("%s", path);
 		}
+	}
+}
+
+TEST_F(sysfs, open_files_counts_the_open_files_of_the_node)
+{
+	for (int i = 0; i < self->count; i++) {
+		const char *bdf = self->nodes[i].bdf;
+		unsigned long long before, now;
+		int err, fd, dup_fd;
+
+		/* the fixture holds one */
+		before = read_dev_u64(bdf, "rbln/open_files", &err);
+		ASSERT_EQ(0, err);
+		EXPECT_LE(1ULL, before);
+		fd = rbln_open_minor(self->nodes[i].minor);
+		ASSERT_LE(0, fd);
+		now = read_dev_u64(bdf, "rbln/open_files", &err);
+		EXPECT_EQ(before + 1, now);
+		/* a dup() shares the open file: not counted again */
+		dup_fd = dup(fd);
+		ASSERT_LE(0, dup_fd);
+		EXPECT_EQ(before + 1, read_dev_u64(bdf, "rbln/open_files", &err));
+		close(fd);
+		EXPECT_EQ(before + 1, read_dev_u64(bdf, "rbln/open_files", &err));
+		close(dup_fd);
+		EXPECT_EQ(before, read_dev_u64(bdf, "rbln/open_files", &err));
 	}
 }
 

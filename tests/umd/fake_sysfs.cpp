@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <system_error>
 
@@ -40,7 +41,7 @@ void FakeSysfs::remove(const fs::path& rel) {
 }
 
 void FakeSysfs::set_busy_ns(const std::string& bdf, unsigned chiplet, std::uint64_t ns) {
-    write(device_dir(bdf) / "rbln" / ("chiplet" + std::to_string(chiplet)) / "busy_ns",
+    write(card_dir(bdf) / "rbln" / ("chiplet" + std::to_string(chiplet)) / "busy_ns",
           std::to_string(ns));
 }
 
@@ -61,16 +62,30 @@ fs::path FakeSysfs::device_dir(const std::string& bdf) {
     return fs::path("sys/devices/pci0000:00") / bdf;
 }
 
+fs::path FakeSysfs::card_dir(const std::string& bdf) const {
+    const auto it = card_dirs_.find(bdf);
+    return it != card_dirs_.end() ? it->second : device_dir(bdf);
+}
+
 fs::path FakeSysfs::add_card(const CardSpec& s) {
-    fs::path dev = device_dir(s.bdf);
+    fs::path below = fs::path(s.pci_root); // below sys/devices
+    for (const auto& b : s.bridges)
+        below /= b;
+    below /= s.bdf;
+    fs::path dev = fs::path("sys/devices") / below;
+    card_dirs_[s.bdf] = dev;
+    std::string up; // from dev back to sys/: one step per part of devices/<below>
+    for (auto n = std::distance(below.begin(), below.end()) + 1; n > 0; n--)
+        up += "../";
     const std::string accel = "accel" + std::to_string(s.minor);
     fs::create_directories(root_ / dev);
     fs::create_directories(root_ / "sys/bus/pci/drivers" / s.driver);
     fs::create_directories(root_ / "sys/bus/pci/devices");
     fs::create_directories(root_ / "sys/class/accel");
-    fs::create_symlink(fs::path("../../../bus/pci/drivers") / s.driver, root_ / dev / "driver");
-    fs::create_symlink(fs::path("../../../devices/pci0000:00") / s.bdf,
-                       root_ / "sys/bus/pci/devices" / s.bdf);
+    fs::create_symlink(fs::path(up + "bus/pci/drivers") / s.driver, root_ / dev / "driver");
+    fs::create_symlink(fs::path("../../../devices") / below, root_ / "sys/bus/pci/devices" / s.bdf);
+    if (!s.local_cpulist.empty())
+        write(dev / "local_cpulist", s.local_cpulist);
 
     write(dev / "numa_node", std::to_string(s.numa_node));
     write(dev / "vendor", "0x1af4");
@@ -81,7 +96,7 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
     const fs::path node = dev / "accel" / accel;
     write(node / "dev", "261:" + std::to_string(s.minor));
     fs::create_symlink(fs::path("../../../") / s.bdf, root_ / node / "device");
-    fs::create_symlink(fs::path("../../devices/pci0000:00") / s.bdf / "accel" / accel,
+    fs::create_symlink(fs::path("../../devices") / below / "accel" / accel,
                        root_ / "sys/class/accel" / accel);
 
     if (s.rbln_attrs) {
@@ -95,6 +110,12 @@ fs::path FakeSysfs::add_card(const CardSpec& s) {
         write(r / "state", s.state);
         if (!s.uuid.empty())
             write(r / "uuid", s.uuid);
+        if (s.open_files)
+            write(r / "open_files", std::to_string(*s.open_files));
+        if (s.card_resets)
+            write(r / "card_resets", std::to_string(*s.card_resets));
+        if (s.reset_attr)
+            std::ofstream(root_ / r / "reset").flush();
         for (unsigned i = 0; i < s.chiplets; i++) {
             const fs::path c = r / ("chiplet" + std::to_string(i));
             write(c / "index", std::to_string(i));

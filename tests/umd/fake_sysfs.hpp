@@ -41,6 +41,15 @@ struct CardSpec {
     /// rbln/chiplet<i>/busy_ns for i < size(); nullopt: none, as with an
     /// older rbln.ko.
     std::optional<std::vector<std::uint64_t>> busy_ns{};
+    /// The PCI path: the root bus, then the bridges above the function
+    /// (sys/devices/<pci_root>/<bridges...>/<bdf>).
+    std::string pci_root = "pci0000:00";
+    std::vector<std::string> bridges{};
+    std::string local_cpulist{}; ///< device/local_cpulist; empty: no file
+    /// rbln/open_files and rbln/card_resets; nullopt: no file (older rbln.ko).
+    std::optional<std::uint64_t> open_files = 0;
+    std::optional<std::uint64_t> card_resets = 0;
+    bool reset_attr = true; ///< an empty rbln/reset (what rbln-smi writes stays in it)
 };
 
 /// What the kernel prints in the fdinfo of an open /dev/accel/accelN.
@@ -103,8 +112,10 @@ public:
     /// path is stat()ed.
     CharDeviceProbe probe() const;
 
-    /// "sys/devices/pci0000:00/<bdf>"
+    /// "sys/devices/pci0000:00/<bdf>" (a card without bridges)
     static std::filesystem::path device_dir(const std::string& bdf);
+    /// The device directory of the card added at @bdf (with its bridges).
+    std::filesystem::path card_dir(const std::string& bdf) const;
 
 private:
     struct FdEntry {
@@ -112,6 +123,7 @@ private:
         bool denied = false;
     };
     std::filesystem::path root_;
+    std::map<std::string, std::filesystem::path> card_dirs_; ///< by BDF
     /// resolved /proc/<pid>/fd/<fd> -> what it is; shared with probe()s.
     std::shared_ptr<std::map<std::string, FdEntry>> fds_ =
         std::make_shared<std::map<std::string, FdEntry>>();

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <spawn.h>
 #include <sstream>
+#include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "fake_sysfs.hpp"
@@ -168,10 +171,18 @@ TEST_F(SmiBinary, JsonDocumentForTwoCards) {
       "serial": "RBLNEMU-0002",
       "uuid": "00112233-4455-6677-8899-aabbccddeeff",
       "state": "ready",
-      "runtime_status": "active"
+      "runtime_status": "active",
+      "pci_path": [
+        "pci0000:00",
+        "0000:00:05.0"
+      ],
+      "local_cpulist": null,
+      "open_files": 0,
+      "card_resets": 0
     })";
     EXPECT_THAT(o.out, HasSubstr(expected_card1));
-    EXPECT_THAT(o.out, testing::StartsWith("{\n  \"schema_version\": 2,\n  \"driver\": {\n"
+    EXPECT_THAT(o.out, testing::StartsWith("{\n  \"schema_version\": 2,\n"
+                                           "  \"schema_version_minor\": 1,\n  \"driver\": {\n"
                                            "    \"name\": \"rbln\",\n    \"version\": \"0.1.0\""));
     // The fake tree has no /proc: no processes, none hidden.
     EXPECT_THAT(o.out, testing::EndsWith(
@@ -292,6 +303,125 @@ TEST_F(SmiBinary, WithoutBusyCountersDoesNotWaitOutTheInterval) {
         EXPECT_LT(std::stoull(value), 60'000'000'000ULL) << "it waited the whole interval";
     }
     EXPECT_THAT(o.out, Not(HasSubstr("\"utilization_percent\": 0")));
+}
+
+// -l until a signal: SIGINT (Ctrl-C) and SIGTERM end the loop with exit
+// status 0 at once, not at the end of the period, and after whole samples
+// only: every line of the CSV is complete.
+class SmiLoopSignal : public SmiBinary, public ::testing::WithParamInterface<int> {};
+
+TEST_P(SmiLoopSignal, EndsTheLoopWithStatusZeroAfterWholeSamples) {
+    two_cards();
+    std::vector<std::string> args = {RBLN_SMI_PATH, "--root", fake.root().string(),
+                                     "-l",          "60",     "--query=index,name,hbm_total",
+                                     "--format=csv"};
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const auto out = scratch / "loop.out";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    const std::string first = "index,name,hbm_total [MiB]\n0,Rebel100,1024 MiB\n1,ATOM,512 MiB\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    while (slurp(out).size() < first.size() &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+        usleep(10000);
+    ASSERT_EQ(slurp(out), first);
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_EQ(kill(pid, GetParam()), 0);
+    int wstatus = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &wstatus, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() - sent < std::chrono::seconds(20))
+        usleep(10000);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        FAIL() << "rbln-smi -l 60 did not end within 20 s of signal " << GetParam();
+    }
+    EXPECT_TRUE(WIFEXITED(wstatus)) << "killed by signal " << WTERMSIG(wstatus);
+    EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10))
+        << "the signal did not cut the wait short";
+    EXPECT_EQ(slurp(out), first);
+}
+
+// Whether @pid blocks @sig (/proc/<pid>/status SigBlk).
+bool blocks(pid_t pid, int sig) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.starts_with("SigBlk:"))
+            return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+    return false;
+}
+
+// A signal that arrives during a sample (here: while it waits out a long
+// utilisation interval) lets that sample finish and print whole.
+TEST_P(SmiLoopSignal, DuringASampleLetsTheSampleFinishFirst) {
+    fake.load_driver("0.1.0");
+    CardSpec a;
+    a.busy_ns = std::vector<std::uint64_t>{0, 0, 0, 0};
+    fake.add_card(a);
+    std::vector<std::string> args = {RBLN_SMI_PATH,
+                                     "--root",
+                                     fake.root().string(),
+                                     "-l",
+                                     "60",
+                                     "--interval-ms",
+                                     "1500",
+                                     "--query=index,utilization",
+                                     "--format=csv,noheader"};
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (auto& arg : args)
+        argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const auto out = scratch / "sample.out";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!blocks(pid, GetParam()) &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+        usleep(1000);
+    ASSERT_TRUE(blocks(pid, GetParam())) << "rbln-smi -l never blocked the signal";
+    ASSERT_EQ(kill(pid, GetParam()), 0);
+    int wstatus = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pid, &wstatus, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+        usleep(10000);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        FAIL() << "rbln-smi -l 60 did not end within 30 s";
+    }
+    EXPECT_TRUE(WIFEXITED(wstatus)) << "killed by signal " << WTERMSIG(wstatus);
+    EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+    EXPECT_EQ(slurp(out), "0,0 %\n"); // the sample the signal came in, whole
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, SmiLoopSignal, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) {
+                             return std::string(info.param == SIGINT ? "Sigint" : "Sigterm");
+                         });
+
+TEST_F(SmiBinary, UnknownQueryFieldExitsTwo) {
+    two_cards();
+    const Outcome o = smi({"--query=index,bogus", "--format=csv"});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_THAT(o.err, HasSubstr("unknown field 'bogus'"));
+    EXPECT_EQ(o.out, "");
 }
 
 } // namespace

@@ -28,6 +28,14 @@
 #   drm-engine-chiplet<i>); nobody sees the chiplet busy too (sysfs is
 #   world-readable); once the helper is stopped the chiplet is back at 0 %;
 #   --no-util shows the counters but no figures;
+# - operators: -i selects cards, --query prints CSV whose figures match
+#   sysfs, --topo shows each card's PCI path as sysfs resolves it; -l 1
+#   stopped by SIGINT (with the default disposition, as a Ctrl-C) exits 0
+#   with whole samples only; --reset -i 0 (root): refused as nobody (5),
+#   refused while rbln-hold-hbm holds the card (6, naming its PID), done
+#   with --force (the holder lives on) and on the idle card, each counted
+#   in card_resets with the card ready, and a job runs afterwards
+#   (rbln-hold-busy completes jobs on it);
 # - as an unprivileged user (no access to /dev/accel/*) rbln-smi still lists
 #   the same cards from sysfs, and the card's sysfs and hwmon files are
 #   readable; other users' processes are counted as not inspected;
@@ -701,6 +709,154 @@ if run "-L as nobody" "$tmp/list-nobody" "${nobody[@]}" "$smi" -L; then
 	fi
 else
 	fail "-L as nobody: exit $? ($(head -c 300 "$tmp/list-nobody.err"))"
+fi
+
+# ---- operators: -i, --query, --topo
+want=$("$py" - "$tmp/json" <<'EOF'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cards"]:
+    print(f'{c["index"]},{c["pci_bdf"]},{c["hbm_total_bytes"] >> 20},ready,0')
+EOF
+)
+if run "--query" "$tmp/query" "$smi" --query=index,pci_bdf,hbm_total,state,open_files \
+	--format=csv,noheader,nounits && [ "$(cat "$tmp/query")" = "$want" ]; then
+	pass "--query: $(tr '\n' ' ' <"$tmp/query")"
+else
+	fail "--query: '$(cat "$tmp/query")' want '$want' ($(head -c 300 "$tmp/query.err"))"
+fi
+last=$((cards - 1))
+lastbdf=$(echo "$want" | sed -n "${cards}p" | cut -d, -f2)
+if run "-L -i $last" "$tmp/list-i" "$smi" -L -i "$last" &&
+	[ "$(grep -c '^NPU ' "$tmp/list-i")" = 1 ] && grep -q "^NPU $last: .* $lastbdf " "$tmp/list-i"; then
+	pass "-i $last: only NPU $last ($lastbdf)"
+else
+	fail "-i $last: $(cat "$tmp/list-i" "$tmp/list-i.err")"
+fi
+if run "--topo" "$tmp/topo" "$smi" --topo; then
+	ok=1
+	for b in $bdfs; do
+		path=$(realpath --relative-to=/sys/devices "/sys/bus/pci/devices/$b" | sed 's|/| > |g')
+		grep -qxF "  PCI path   $path" "$tmp/topo" || { fail "--topo: no '  PCI path   $path'"; ok=0; }
+	done
+	if [ "$cards" -gt 1 ]; then
+		grep -q '^Connections:' "$tmp/topo" || { fail "--topo: no connection matrix"; ok=0; }
+	fi
+	[ "$ok" = 1 ] && pass "--topo: the PCI path of every card"
+else
+	fail "--topo: exit $? ($(head -c 300 "$tmp/topo.err"))"
+fi
+
+# ---- -l until SIGINT: whole samples, exit 0
+set -m # job control: the background job does not ignore SIGINT, as under a terminal
+"$smi" -l 1 --query=index,state --format=csv >"$tmp/loop" 2>"$tmp/loop.err" &
+lpid=$!
+set +m
+for _ in $(seq 300); do
+	[ "$(grep -c . "$tmp/loop")" -ge $((1 + 2 * cards)) ] && break
+	sleep 0.1
+done
+t0=$(date +%s%N)
+kill -INT "$lpid"
+wait "$lpid"
+lrc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+lines=$(grep -c . "$tmp/loop")
+bad=$(grep -cvE '^(index,state|[0-9]+,ready)$' "$tmp/loop")
+if [ "$lrc" = 0 ] && [ "$lines" -ge $((1 + 2 * cards)) ] && [ $(((lines - 1) % cards)) = 0 ] &&
+	[ "$bad" = 0 ] && [ "$(head -n1 "$tmp/loop")" = "index,state" ] && [ ! -s "$tmp/loop.err" ]; then
+	pass "-l 1 stopped by SIGINT after $ms ms: exit 0, $(((lines - 1) / cards)) whole samples"
+else
+	fail "-l 1 and SIGINT: exit $lrc, $lines lines ($bad malformed): $(head -c 300 "$tmp/loop") $(head -c 300 "$tmp/loop.err")"
+fi
+
+# ---- --reset (root): refused as nobody and while held, --force, idle; the card works after
+node0=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cards"][0]["accel_node"])' "$tmp/json")
+bdf0=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cards"][0]["pci_bdf"])' "$tmp/json")
+rdir=/sys/bus/pci/devices/$bdf0/rbln
+reset_holder=
+stop_reset_holder() {
+	if [ -n "$reset_holder" ]; then
+		kill "$reset_holder" 2>/dev/null
+		wait "$reset_holder" 2>/dev/null
+		reset_holder=
+	fi
+}
+if [ "$(id -u)" != 0 ]; then
+	echo "# skip - --reset: not root"
+elif [ ! -e "$rdir/reset" ]; then
+	fail "--reset: rbln.ko has no $rdir/reset"
+elif [ ! -x "$hold" ] || [ ! -x "$hbusy" ]; then
+	fail "--reset: no helpers at $hold / $hbusy (build tests/integration)"
+else
+	r0=$(cat "$rdir/card_resets")
+	run "--reset as nobody" "$tmp/reset-nobody" "${nobody[@]}" "$smi" --reset -i 0
+	rc=$?
+	if [ "$rc" = 5 ] && grep -q 'needs root' "$tmp/reset-nobody.err" && [ "$(cat "$rdir/card_resets")" = "$r0" ]; then
+		pass "--reset as nobody: exit 5, nothing reset"
+	else
+		fail "--reset as nobody: exit $rc, card_resets $(cat "$rdir/card_resets") (was $r0): $(head -c 300 "$tmp/reset-nobody.err")"
+	fi
+
+	trap stop_reset_holder EXIT
+	"$hold" "$node0" $((1 << 20)) 0 >"$tmp/rhold.out" 2>"$tmp/rhold.err" &
+	reset_holder=$!
+	for _ in $(seq 300); do
+		grep -q '^ready ' "$tmp/rhold.out" && break
+		kill -0 "$reset_holder" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q '^ready ' "$tmp/rhold.out"; then
+		fail "rbln-hold-hbm $node0 for --reset: not ready ($(head -c 300 "$tmp/rhold.err"))"
+	else
+		run "--reset with a holder" "$tmp/reset-held" "$smi" --reset -i 0
+		rc=$?
+		if [ "$rc" = 6 ] && grep -q "is in use: PID $reset_holder (rbln-hold-hbm)" "$tmp/reset-held.err" &&
+			[ "$(cat "$rdir/card_resets")" = "$r0" ]; then
+			pass "--reset while PID $reset_holder holds NPU 0: refused (exit 6), nothing reset"
+		else
+			fail "--reset with a holder: exit $rc, card_resets $(cat "$rdir/card_resets") (was $r0): $(head -c 400 "$tmp/reset-held.err")"
+		fi
+		run "--reset --force with a holder" "$tmp/reset-force" "$smi" --reset --force -i 0
+		rc=$?
+		if [ "$rc" = 0 ] && [ "$(cat "$rdir/card_resets")" = $((r0 + 1)) ] &&
+			[ "$(cat "$rdir/state")" = ready ] && kill -0 "$reset_holder" 2>/dev/null &&
+			grep -q "reset, card_resets $((r0 + 1))" "$tmp/reset-force"; then
+			pass "--reset --force: NPU 0 reset while held (card_resets $((r0 + 1)), ready, the holder lives on)"
+		else
+			fail "--reset --force: exit $rc, card_resets $(cat "$rdir/card_resets") (was $r0), state $(cat "$rdir/state"): $(cat "$tmp/reset-force") $(head -c 300 "$tmp/reset-force.err")"
+		fi
+	fi
+	stop_reset_holder
+	trap - EXIT
+
+	r1=$(cat "$rdir/card_resets")
+	run "--reset idle" "$tmp/reset-idle" "$smi" --reset -i 0
+	rc=$?
+	r2=$(cat "$rdir/card_resets")
+	if [ "$rc" = 0 ] && [ "$r2" = $((r1 + 1)) ] && [ "$(cat "$rdir/state")" = ready ] &&
+		[ "$(cat "$tmp/reset-idle")" = "NPU 0 ($bdf0): reset, card_resets $r2" ]; then
+		pass "--reset -i 0: $(cat "$tmp/reset-idle") (was $r1)"
+	else
+		fail "--reset -i 0: exit $rc, '$(cat "$tmp/reset-idle")', card_resets $r2 (was $r1): $(head -c 300 "$tmp/reset-idle.err")"
+	fi
+	# the card runs jobs after the reset
+	"$hbusy" "$node0" 0 20 >"$tmp/rbusy.out" 2>"$tmp/rbusy.err" &
+	rbusy=$!
+	for _ in $(seq 300); do
+		grep -q '^ready ' "$tmp/rbusy.out" && break
+		kill -0 "$rbusy" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 0.5
+	kill "$rbusy" 2>/dev/null
+	wait "$rbusy"
+	rc=$?
+	jobs_done=$(sed -n 's/^done jobs=\([0-9]*\)$/\1/p' "$tmp/rbusy.out")
+	if [ "$rc" = 0 ] && [ -n "$jobs_done" ] && [ "$jobs_done" -gt 0 ]; then
+		pass "after the resets NPU 0 runs jobs ($jobs_done)"
+	else
+		fail "after the resets: rbln-hold-busy exit $rc, '$(tail -n1 "$tmp/rbusy.out")' ($(head -c 300 "$tmp/rbusy.err"))"
+	fi
 fi
 
 # ---- no card bound: exit 4, and the cards come back afterwards

@@ -22,6 +22,8 @@ using tools::kExitOk;
 using tools::kExitPermission;
 using tools::kExitUsage;
 inline constexpr int kExitError = 1;
+/// --reset refused: processes hold the card (and no --force).
+inline constexpr int kExitCardInUse = 6;
 
 /// The exit code for an error of librbln.
 int exit_code_for(const Error& error) noexcept;
@@ -30,17 +32,28 @@ int exit_code_for(const Error& error) noexcept;
 inline constexpr unsigned kDefaultIntervalMs = 100;
 /// The longest --interval-ms.
 inline constexpr unsigned kMaxIntervalMs = 60000;
+/// The longest -l period, in seconds (a day).
+inline constexpr unsigned kMaxLoopSeconds = 86400;
 
 /// What rbln-smi takes from its surroundings besides --root: tests inject
-/// how a /proc/<pid>/fd/<n> of a fake tree is classified, and the clock and
+/// how a /proc/<pid>/fd/<n> of a fake tree is classified, the clock and
 /// the wait of the utilisation samples (so they can change the counters
-/// between the samples without sleeping).
+/// between the samples without sleeping), the wait between the samples of
+/// -l, and whether the caller is root.
 struct Environment {
     CharDeviceProbe char_device_probe; ///< empty: stat()
-    /// The clock of the samples; empty: CLOCK_MONOTONIC.
+    /// The clock of the samples and of -l; empty: CLOCK_MONOTONIC.
     std::function<std::chrono::nanoseconds()> clock{};
     /// Returns once clock() has reached @deadline; empty: sleeps.
     std::function<void(std::chrono::nanoseconds deadline)> sleep_until{};
+    /// -l: waits until clock() reaches @deadline and returns true, or
+    /// returns false as soon as the loop is to stop.  Empty: SIGINT and
+    /// SIGTERM are blocked while -l runs (a sample is never cut short) and
+    /// this waits for them with sigtimedwait(); one that arrived during a
+    /// sample stops the loop right after that sample's output.
+    std::function<bool(std::chrono::nanoseconds deadline)> wait_next{};
+    /// --reset: whether the caller may reset cards; empty: geteuid() == 0.
+    std::function<bool()> is_root{};
 };
 
 /// Runs rbln-smi with @args (without argv[0]); writes the view to @out and

@@ -110,10 +110,11 @@ std::vector<std::string> process_lines(const Discovery& d, const ClientScan& sca
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> notes; // "also held by ..." under each row, or ""
     for (const auto& client : scan.clients) {
-        const auto card = card_of(d, client);
+        const CardInfo* card = card_of(d, client);
         std::vector<std::string> row = {std::to_string(client.pid), printable(client.comm),
-                                        card ? std::to_string(*card) : "?"};
-        const std::size_t on_card = card ? d.cards[*card].chiplets.size() : client.info.hbm.size();
+                                        card != nullptr ? std::to_string(card->index) : "?"};
+        const std::size_t on_card =
+            card != nullptr ? card->chiplets.size() : client.info.hbm.size();
         for (std::size_t i = 0; i < nchip; i++) {
             if (i >= on_card && i >= client.info.hbm.size())
                 row.emplace_back("-");
@@ -194,7 +195,7 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
     }
     w.begin_array();
     for (const auto& client : scan->clients) {
-        const auto card = card_of(d, client);
+        const CardInfo* card = card_of(d, client);
         w.begin_object();
         w.member("pid", static_cast<std::int64_t>(client.pid));
         w.member("name", client.comm);
@@ -207,14 +208,15 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
             w.end_object();
         }
         w.end_array();
-        w.member("card_index", card);
+        w.member("card_index",
+                 card != nullptr ? std::optional<unsigned>(card->index) : std::nullopt);
         w.member("pci_bdf", client.info.pdev);
         w.member("accel_minor", client.accel_minor);
         w.member("client_id", client.info.client_id);
         w.key("hbm");
         w.begin_array();
-        const std::size_t n =
-            std::max(card ? d.cards[*card].chiplets.size() : 0, client.info.hbm.size());
+        const std::size_t card_chiplets = card != nullptr ? card->chiplets.size() : 0;
+        const std::size_t n = std::max(card_chiplets, client.info.hbm.size());
         for (std::size_t i = 0; i < n; i++) {
             w.begin_object();
             w.member("chiplet", static_cast<std::uint64_t>(i));
@@ -226,8 +228,7 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
         w.begin_array();
         const std::vector<ChipletBusy>* busy = util != nullptr ? util->client(client) : nullptr;
         const std::size_t engines = busy != nullptr ? busy->size() : 0;
-        for (std::size_t i = 0; i < std::max(engines, card ? d.cards[*card].chiplets.size() : 0);
-             i++) {
+        for (std::size_t i = 0; i < std::max(engines, card_chiplets); i++) {
             const ChipletBusy b = i < engines ? (*busy)[i] : ChipletBusy{};
             w.begin_object();
             w.member("chiplet", static_cast<std::uint64_t>(i));
@@ -249,6 +250,32 @@ void processes_json(JsonWriter& w, const Discovery& d, const ClientScan* scan,
     w.member("processes_not_inspected", scan->processes_denied);
 }
 
+// The schema 2.1 keys of a card: its placement and use.
+void card_extras_json(JsonWriter& w, const CardInfo& c, const ExtrasByBdf* extras) {
+    const CardExtras* e = nullptr;
+    if (extras != nullptr) {
+        const auto it = extras->find(c.pci_bdf);
+        e = it == extras->end() ? nullptr : &it->second;
+    }
+    const CardPlacement* p = e != nullptr && e->placement ? &*e->placement : nullptr;
+    w.key("pci_path");
+    if (p != nullptr) {
+        w.begin_array();
+        for (const auto& part : p->pci_path)
+            w.value(part);
+        w.end_array();
+    } else {
+        w.null();
+    }
+    w.key("local_cpulist");
+    if (p != nullptr && !p->local_cpulist.empty())
+        w.value(p->local_cpulist);
+    else
+        w.null();
+    w.member("open_files", e != nullptr ? e->use.open_files : std::nullopt);
+    w.member("card_resets", e != nullptr ? e->use.card_resets : std::nullopt);
+}
+
 } // namespace
 
 std::string format_used_total(std::optional<std::uint64_t> used, std::uint64_t total) {
@@ -266,7 +293,7 @@ std::string format_percent(std::optional<unsigned> percent) {
     return percent ? std::to_string(*percent) + " %" : "N/A";
 }
 
-std::optional<unsigned> card_of(const Discovery& d, const AccelClient& client) {
+const CardInfo* card_of(const Discovery& d, const AccelClient& client) {
     auto lower = [](std::string s) {
         std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) {
             return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
@@ -274,12 +301,12 @@ std::optional<unsigned> card_of(const Discovery& d, const AccelClient& client) {
         return s;
     };
     if (client.info.pdev.empty())
-        return std::nullopt;
+        return nullptr;
     const std::string pdev = lower(client.info.pdev);
     for (const auto& c : d.cards)
         if (lower(c.pci_bdf) == pdev)
-            return c.index;
-    return std::nullopt;
+            return &c;
+    return nullptr;
 }
 
 std::string format_temperature(std::optional<std::int64_t> millidegrees) {
@@ -458,10 +485,12 @@ std::string render_list(const Discovery& d) {
     return out;
 }
 
-std::string render_json(const Discovery& d, const ClientScan* clients, const Utilization* util) {
+std::string render_json(const Discovery& d, const ClientScan* clients, const Utilization* util,
+                        const ExtrasByBdf* extras) {
     JsonWriter w;
     w.begin_object();
     w.member("schema_version", 2);
+    w.member("schema_version_minor", kJsonSchemaMinor);
     w.key("driver");
     w.begin_object();
     w.member("name", d.driver.name);
@@ -523,6 +552,7 @@ std::string render_json(const Discovery& d, const ClientScan* clients, const Uti
             w.null();
         else
             w.value(c.runtime_status);
+        card_extras_json(w, c, extras);
         w.end_object();
     }
     w.end_array();

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "card_extras.hpp"
 #include "rbln/diagnostics.hpp"
 #include "rbln/discovery.hpp"
 #include "rbln/fdinfo.hpp"
@@ -32,9 +33,9 @@ std::string format_bytes_or_na(std::optional<std::uint64_t> bytes);
 /// "37 %", or "N/A".
 std::string format_percent(std::optional<unsigned> percent);
 
-/// The index of the card a client belongs to (its drm-pdev is the card's
-/// PCI BDF), nullopt if it is none of @discovery's cards.
-std::optional<unsigned> card_of(const Discovery& discovery, const AccelClient& client);
+/// The card a client belongs to (its drm-pdev is the card's PCI BDF),
+/// nullptr if it is none of @discovery's cards.
+const CardInfo* card_of(const Discovery& discovery, const AccelClient& client);
 
 /// The default view: a boxed table headed by the driver and library
 /// versions; with @clients, followed by the Processes section.  With
@@ -44,11 +45,16 @@ std::string render_table(const Discovery& discovery, const ClientScan* clients =
                          const Utilization* util = nullptr);
 /// -L: one line per card.
 std::string render_list(const Discovery& discovery);
+/// The minor version of the JSON schema: compatible additions within
+/// schema_version 2 (README.md says which).
+inline constexpr int kJsonSchemaMinor = 1;
+
 /// -j: the JSON document (schema_version 2); without @clients,
 /// "processes" and "processes_not_inspected" are null; the busy counters
-/// and utilisation figures are null where @util (or it) has none.
+/// and utilisation figures are null where @util (or it) has none; the
+/// placement and use of a card are null where @extras (or it) has none.
 std::string render_json(const Discovery& discovery, const ClientScan* clients = nullptr,
-                        const Utilization* util = nullptr);
+                        const Utilization* util = nullptr, const ExtrasByBdf* extras = nullptr);
 
 /// --dump-control-block, as text or JSON.
 std::string render_control_block(const fw::ControlBlock& cb);

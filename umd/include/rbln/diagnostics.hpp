@@ -3,14 +3,15 @@
 // cards besides discovery (rbln/discovery.hpp) and their clients
 // (rbln/fdinfo.hpp): whether the driver is loaded, the chiplets' busy
 // counters (the card's sysfs chiplet<i>/busy_ns and each client's fdinfo
-// drm-engine-chiplet<i>), and a dump of the firmware control block,
-// decoded and validated.
+// drm-engine-chiplet<i>), where a card sits (PCI path, NUMA node, local
+// CPUs), whether it is in use (sysfs open_files), a card reset (sysfs
+// reset), and a dump of the firmware control block, decoded and validated.
 //
 // Everything is read below a SystemView: a directory that plays "/"
 // (tests and `rbln-smi --root` use a fake tree) and how an entry of
 // /proc/<pid>/fd is classified (a file of a fake tree cannot be a device
 // node, so tests say what it "is").  Nothing here opens a node or wakes a
-// card.
+// card; only reset_card() changes anything.
 #pragma once
 
 #include <array>
@@ -79,6 +80,47 @@ std::map<std::string, BusyCounters> read_card_busy(const SystemView& system);
 /// fdinfo of one fd of the client in the lowest holder's /proc/<pid>).
 /// A client whose fdinfo is gone, or that has no drm-client-id, is absent.
 std::map<ClientId, BusyCounters> read_client_busy(const SystemView& system, const ClientScan& scan);
+
+/// Where a card sits on the machine (for a topology view).
+struct CardPlacement {
+    /// The PCI path of the function below /sys/devices: its root bus
+    /// ("pci0000:00"), every bridge on the way, then the function's BDF.
+    std::vector<std::string> pci_path;
+    int numa_node = -1;        ///< device/numa_node; -1: none or unknown
+    std::string local_cpulist; ///< device/local_cpulist ("0-3,8"), "" if absent
+};
+
+/// The placement of the PCI function @pci_bdf (from
+/// /sys/bus/pci/devices/<bdf>, resolved).  Throws Errc::NotFound if the
+/// function is absent, Errc::BadValue if it does not resolve below
+/// /sys/devices or numa_node is not a number.
+CardPlacement read_card_placement(const SystemView& system, std::string_view pci_bdf);
+
+/// A card's use and resets, from its sysfs rbln/ directory; nullopt where
+/// the module does not export the file (an older rbln.ko) or it cannot be
+/// read.
+struct CardUse {
+    /// rbln/open_files: open files of the accel node, also those that no
+    /// process has in its fd table (a mapping made before the fd was
+    /// closed, an io_uring registered file, an fd in flight).
+    std::optional<std::uint64_t> open_files;
+    std::optional<std::uint64_t> card_resets; ///< rbln/card_resets
+};
+
+/// The CardUse of the card at @pci_bdf; a value that is not a number
+/// throws Errc::BadValue naming the file.
+CardUse read_card_use(const SystemView& system, std::string_view pci_bdf);
+
+/// Resets the card at @pci_bdf: writes 1 to its sysfs rbln/reset, which
+/// returns once the card is ready again (kernel/README.md).  Processes
+/// that hold the card are not asked: callers check first (rbln-smi
+/// --reset).  Errors, each saying what to do: Errc::NotFound (the module
+/// has no reset attribute, or the card is gone), Errc::PermissionDenied
+/// (not root), Errc::NotReady (EBUSY: the card is not ready or a recovery
+/// is already on its way), Errc::InvalidArgument (EOPNOTSUPP: the module
+/// parameter recovery is off), Errc::Io (EIO: the recovery failed, the
+/// card stays in fault), Errc::DeviceGone (ENODEV).
+void reset_card(const SystemView& system, std::string_view pci_bdf);
 
 namespace fw {
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
+#include <filesystem>
+#include <system_error>
 #include <unistd.h>
 
 #include "kernel/fw_ctrl.hpp"
@@ -164,6 +166,85 @@ std::map<ClientId, BusyCounters> read_client_busy(const SystemView& system,
         }
     }
     return clients;
+}
+
+CardPlacement read_card_placement(const SystemView& system, std::string_view pci_bdf) {
+    const Sysfs sys = sysfs_of(system);
+    const std::string dev = "/sys/bus/pci/devices/" + std::string(pci_bdf);
+    const std::filesystem::path link = sys.resolve(dev);
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::canonical(link, ec);
+    if (ec)
+        throw Error(errc_from_errno(ec.value()), "resolve", link.string(), ec.value(),
+                    "the PCI function is not there (" + ec.message() + ")");
+    const std::filesystem::path devices =
+        std::filesystem::canonical(sys.resolve("/sys/devices"), ec);
+    const std::filesystem::path rel =
+        ec ? std::filesystem::path{} : target.lexically_relative(devices);
+    if (rel.empty() || *rel.begin() == "..")
+        throw Error(Errc::BadValue, "resolve", link.string(), 0,
+                    "leads to " + target.string() + ", which is not below /sys/devices");
+    CardPlacement p;
+    for (const auto& part : rel)
+        p.pci_path.push_back(part.string());
+    p.numa_node = static_cast<int>(sys.read_i64_optional(dev + "/numa_node").value_or(-1));
+    p.local_cpulist = sys.read_optional(dev + "/local_cpulist").value_or("");
+    return p;
+}
+
+CardUse read_card_use(const SystemView& system, std::string_view pci_bdf) {
+    const Sysfs sys = sysfs_of(system);
+    const std::string attrs = "/sys/bus/pci/devices/" + std::string(pci_bdf) + "/rbln/";
+    return CardUse{read_counter(sys, attrs + "open_files"),
+                   read_counter(sys, attrs + "card_resets")};
+}
+
+void reset_card(const SystemView& system, std::string_view pci_bdf) {
+    const Sysfs sys = sysfs_of(system);
+    const std::string path =
+        sys.resolve("/sys/bus/pci/devices/" + std::string(pci_bdf) + "/rbln/reset").string();
+    const detail::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    int err = 0;
+    if (!fd) {
+        err = errno;
+    } else {
+        static constexpr std::string_view kOne = "1\n";
+        ssize_t n = 0;
+        do
+            n = ::write(fd.get(), kOne.data(), kOne.size());
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            err = errno;
+        else if (static_cast<std::size_t>(n) != kOne.size())
+            err = EIO;
+    }
+    switch (err) {
+    case 0:
+        return;
+    case ENOENT:
+        throw Error(Errc::NotFound, "reset", path, err,
+                    "no such attribute: the card is gone, or rbln.ko is older than the reset "
+                    "attribute (reload a newer module, or rebind the card to reset it)");
+    case EACCES:
+    case EPERM:
+        throw Error(Errc::PermissionDenied, "reset", path, err,
+                    "permission denied: resetting a card needs root (CAP_SYS_ADMIN)");
+    case EBUSY:
+        throw Error(Errc::NotReady, "reset", path, err,
+                    "the card is busy (EBUSY): it is not ready or a recovery is already on its "
+                    "way; see its state, wait and retry, or rebind the driver if its recovery "
+                    "failed");
+    case EOPNOTSUPP:
+        throw Error(Errc::InvalidArgument, "reset", path, err,
+                    "not supported (EOPNOTSUPP): the module parameter recovery is off; "
+                    "'echo Y > /sys/module/rbln/parameters/recovery' enables resets");
+    case EIO:
+        throw Error(Errc::Io, "reset", path, err,
+                    "the card did not come back (EIO): it stays in fault; see 'dmesg | grep rbln' "
+                    "and rebind the driver to retry");
+    default:
+        throw Error::from_errno("reset", path, err);
+    }
 }
 
 fw::ControlBlock read_control_block(const std::string& path) {

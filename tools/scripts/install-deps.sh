@@ -18,7 +18,8 @@ pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       liburing-dev libdrm-dev libnuma-dev libgtest-dev libgmock-dev
       libbenchmark-dev dkms sparse linux-source-6.12
       g++ make bc python3 clang-format clang-tidy	# build, runner, JSON check, lint
-      clang libclang-rt-14-dev)			# tests/fuzz (libFuzzer, sanitizers)
+      clang libclang-rt-14-dev			# tests/fuzz (libFuzzer, sanitizers)
+      python3-torch libtorch-dev python3-pybind11 python3-pytest)	# umd/torch, tests/torch
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

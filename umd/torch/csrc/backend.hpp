@@ -89,7 +89,7 @@ void release_stream(std::int64_t id);
 
 /// Explain regions of torch_rbln: librbln's region plus the CPU fallbacks.
 struct Explain {
-    explicit Explain(std::string name);
+    Explain(std::string name, std::string file, std::uint32_t line);
     Explain(const Explain&) = delete;
     Explain& operator=(const Explain&) = delete;
     Explain(Explain&&) = delete;

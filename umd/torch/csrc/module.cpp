@@ -9,6 +9,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <map>
@@ -59,6 +60,12 @@ at::Tensor host_tensor(std::shared_ptr<Owner> keep, std::byte* data,
         at::TensorOptions().dtype(dtype).device(at::kCPU));
 }
 
+c10::ScalarType dtype_of(const py::object& dtype) {
+    TORCH_CHECK_TYPE(THPDtype_Check(dtype.ptr()), "expected a torch.dtype, got ",
+                     py::str(py::type::of(dtype)).cast<std::string>());
+    return reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
+}
+
 std::uint64_t nbytes_of(const std::vector<std::int64_t>& sizes, c10::ScalarType dtype) {
     std::uint64_t n = c10::elementSize(dtype);
     for (const auto s : sizes) {
@@ -99,6 +106,8 @@ py::dict storage_info(const at::Tensor& t) {
     d["commits"] = tr.commits;
     d["element_type"] = static_cast<unsigned>(s->element_type());
     d["layout_format"] = s->device_layout().format;
+    if (s->resident())
+        d["va"] = s->data_ptr(); // resident: commits nothing
     return d;
 }
 
@@ -228,8 +237,9 @@ PYBIND11_MODULE(_C, m) {
     m.def("storage_info", &storage_info);
 
     // Pinned and huge host memory.
-    m.def("empty_pinned", [](const std::vector<std::int64_t>& sizes, c10::ScalarType dtype,
+    m.def("empty_pinned", [](const std::vector<std::int64_t>& sizes, const py::object& dtype_obj,
                              std::int64_t i) {
+        const c10::ScalarType dtype = dtype_of(dtype_obj);
         const std::uint64_t n = nbytes_of(sizes, dtype);
         auto block = std::make_shared<rbln::HostBlock>(rbln_call(
             [&] { return rbln::process_host_allocator(checked(i)).allocate(std::max<std::uint64_t>(n, 1)); }));
@@ -241,8 +251,9 @@ PYBIND11_MODULE(_C, m) {
             return false;
         return rbln::Device::get(checked(i))->find_pinned(t.data_ptr(), t.nbytes()) != nullptr;
     });
-    m.def("huge_host_empty", [](const std::vector<std::int64_t>& sizes, c10::ScalarType dtype,
-                                std::int64_t i) {
+    m.def("huge_host_empty", [](const std::vector<std::int64_t>& sizes,
+                                const py::object& dtype_obj, std::int64_t i) {
+        const c10::ScalarType dtype = dtype_of(dtype_obj);
         const std::uint64_t n = nbytes_of(sizes, dtype);
         auto buf = std::make_shared<rbln::HugeHostBuffer>(rbln_call([&] {
             return rbln::huge_host_empty(rbln::Device::get(checked(i)),
@@ -275,7 +286,7 @@ PYBIND11_MODULE(_C, m) {
         });
 
     py::class_<Explain>(m, "Explain")
-        .def(py::init<std::string>())
+        .def(py::init<std::string, std::string, std::uint32_t>())
         .def("close", &Explain::close)
         .def("report", &Explain::report)
         .def("counts", &explain_counts)

@@ -368,7 +368,7 @@ void fill_device(const at::Tensor& self, const at::Scalar& value) {
 at::Tensor scalar_on_device(const at::Scalar& value, c10::ScalarType dtype, unsigned index) {
     at::Tensor t = empty_device({1}, dtype, index);
     fill_device(t, value);
-    return t.view({});
+    return t.view(at::IntArrayRef()); // not view({}): that is view(ScalarType)
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {

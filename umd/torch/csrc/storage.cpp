@@ -118,10 +118,11 @@ rbln::ElementType element_type_of(c10::ScalarType t) {
 }
 
 void check_dtype(c10::ScalarType t) {
-    TORCH_CHECK_TYPE(t != c10::ScalarType::Double && !c10::isComplexType(t),
+    TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t),
                      "rbln devices do not support ", c10::toString(t),
-                     ": the card computes in float32, float16 and bfloat16 (and stores integer "
-                     "and bool tensors); convert with .float() or .to(torch.float16) first");
+                     " tensors: the card computes in float32, float16 and bfloat16 and stores "
+                     "real types; keep this tensor on the CPU or convert it (e.g. .real, "
+                     ".float()) before moving it to the device");
 }
 
 unsigned device_index(c10::optional<c10::Device> device) {
@@ -132,6 +133,9 @@ unsigned device_index(c10::optional<c10::Device> device) {
     const unsigned index = device && device->has_index() ? static_cast<unsigned>(device->index())
                                                          : rt.current_device();
     const unsigned count = rt.device_count();
+    TORCH_CHECK(count > 0, "no rbln device is visible to this process: load rbln.ko (is "
+                "/sys/module/rbln there?), check /dev/accel permissions, and "
+                "RBLN_VISIBLE_DEVICES (\"\" hides every NPU)");
     TORCH_CHECK_INDEX(index < count, "invalid device ordinal: ", device_name(index), " but ", count,
                       " rbln device(s) are visible (device_count()); pick an index below ",
                       count, " or check RBLN_VISIBLE_DEVICES, RBLN_NPUS_PER_DEVICE and "
@@ -394,7 +398,10 @@ namespace {
 thread_local std::vector<Explain*> t_regions;
 } // namespace
 
-Explain::Explain(std::string name) : region(std::move(name)) { t_regions.push_back(this); }
+Explain::Explain(std::string name, std::string file, std::uint32_t line)
+    : region(std::move(name), rbln::ExplainLocation(std::move(file), line)) {
+    t_regions.push_back(this);
+}
 
 Explain::~Explain() { close(); }
 
@@ -410,16 +417,20 @@ std::string Explain::report() const {
     std::string r = region.report();
     if (fallbacks.empty())
         return r;
-    // A CPU fallback is a signal too: the header says so.
-    const rbln::ExplainCounts c = region.counts();
-    const std::uint64_t signals = c.signals + fallbacks.size();
-    const std::size_t eol = r.find('\n');
-    std::string out = "[overhead: " + std::to_string(signals) + " signals]" +
-                      (eol == std::string::npos ? std::string("\n") : r.substr(eol));
-    out += "cpu_fallback: " + std::to_string(fallbacks.size()) + " (";
+    // A CPU fallback is a signal too: the header says so, and the line
+    // saying the region is clean goes.
+    const std::uint64_t signals = region.counts().signals + fallbacks.size();
+    const std::string head = "[overhead: " + std::to_string(signals) + " signals]";
+    const std::size_t end = r.find(']');
+    if (!r.empty() && r[0] == '[' && end != std::string::npos)
+        r = head + r.substr(end + 1);
+    const std::size_t clean = r.find("\n  clean:");
+    if (clean != std::string::npos)
+        r.erase(clean, r.find('\n', clean + 1) - clean);
+    r += "  cpu_fallback: " + std::to_string(fallbacks.size()) + " (";
     for (std::size_t i = 0; i < fallbacks.size(); i++)
-        out += (i != 0 ? ", " : "") + fallbacks[i];
-    return out + ")\n";
+        r += (i != 0 ? ", " : "") + fallbacks[i];
+    return r + ")\n";
 }
 
 void record_fallback(const std::string& op) {

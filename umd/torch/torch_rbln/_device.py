@@ -54,14 +54,14 @@ def current_device():
     return _C.current_device()
 
 
-def set_device(dev):
-    """Makes ``dev`` the calling thread's current device."""
-    _C.set_device(_index(dev, optional=False))
+def set_device(device):
+    """Makes ``device`` the calling thread's current device."""
+    _C.set_device(_index(device, optional=False))
 
 
-def synchronize(dev=None):
-    """Waits for every stream of ``dev`` (default: the current device)."""
-    _C.synchronize(_index(dev))
+def synchronize(device=None):
+    """Waits for every stream of ``device`` (default: the current device)."""
+    _C.synchronize(_index(device))
 
 
 class device:

@@ -10,6 +10,7 @@ the device mapping.
 
 import collections
 import contextlib
+import sys
 
 import torch
 
@@ -146,7 +147,8 @@ class explain:
         self._region = None
 
     def __enter__(self):
-        self._region = _C.Explain(self.name)
+        caller = sys._getframe(1)
+        self._region = _C.Explain(self.name, caller.f_code.co_filename, caller.f_lineno)
         return self
 
     def __exit__(self, *exc):

@@ -12,7 +12,6 @@ import gc
 import os
 
 import pytest
-import torch
 import torch_rbln
 
 

@@ -16,9 +16,10 @@ r = {"count": torch_rbln.device_count(), "physical": torch_rbln.physical_device_
      "npus": [C.npus_of(i) for i in range(torch_rbln.device_count())],
      "after_queries": C.committed()}
 with torch_rbln.device(1):
-    x = torch.ones(4, dtype=torch.float16, device=torch_rbln.DEVICE_TYPE)
+    x = torch.empty(4, dtype=torch.float16, device=torch_rbln.DEVICE_TYPE)
 r["device"] = str(x.device)
 r["after_lazy_tensor"] = C.committed()
+x.fill_(1)
 y = x + x
 r["after_use"] = C.committed()
 r["sum"] = y.cpu().tolist()

@@ -12,6 +12,7 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
 #include <map>
 
 #include "rbln/allocator.hpp"
@@ -28,11 +29,13 @@ namespace torch_rbln {
 
 namespace {
 
-rbln::Runtime& runtime() { return rbln::Runtime::process(); }
+rbln::Runtime& runtime() {
+    return rbln::Runtime::process();
+}
 
 unsigned checked(std::int64_t index) {
-    return device_index(c10::Device(c10::DeviceType::PrivateUse1,
-                                    static_cast<c10::DeviceIndex>(index)));
+    return device_index(
+        c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
 }
 
 // Statistics read the planned allocator until the device is used (they
@@ -86,7 +89,8 @@ rbln::StorageView whole_view(const at::Tensor& t, const char* what) {
     const std::uint64_t n = t.numel() * t.itemsize() / es;
     v.sizes = {static_cast<std::int64_t>(n)};
     v.strides = {1};
-    TORCH_CHECK(t.is_contiguous(), what, ": the tensor is not contiguous; call .contiguous() first");
+    TORCH_CHECK(t.is_contiguous(), what,
+                ": the tensor is not contiguous; call .contiguous() first");
     return v;
 }
 
@@ -168,9 +172,8 @@ PYBIND11_MODULE(_C, m) {
     m.def("current_stream", [](std::int64_t i) { return current_stream_id(checked(i)); });
     m.def("set_current_stream",
           [](std::int64_t i, std::int64_t id) { set_current_stream_id(checked(i), id); });
-    m.def("stream_query", [](std::int64_t i, std::int64_t id) {
-        return stream_by_id(checked(i), id).query();
-    });
+    m.def("stream_query",
+          [](std::int64_t i, std::int64_t id) { return stream_by_id(checked(i), id).query(); });
     m.def(
         "stream_synchronize",
         [](std::int64_t i, std::int64_t id) { stream_by_id(checked(i), id).synchronize(); },
@@ -178,8 +181,11 @@ PYBIND11_MODULE(_C, m) {
 
     py::class_<rbln::Event>(m, "Event")
         .def(py::init<bool>(), py::arg("timing"))
-        .def("record", [](rbln::Event& e, std::int64_t i,
-                          std::int64_t id) { auto s = stream_by_id(checked(i), id); e.record(s); })
+        .def("record",
+             [](rbln::Event& e, std::int64_t i, std::int64_t id) {
+                 auto s = stream_by_id(checked(i), id);
+                 e.record(s);
+             })
         .def("query", &rbln::Event::query)
         .def("synchronize", &rbln::Event::synchronize, py::call_guard<py::gil_scoped_release>())
         .def("recorded", &rbln::Event::recorded)
@@ -241,8 +247,9 @@ PYBIND11_MODULE(_C, m) {
                              std::int64_t i) {
         const c10::ScalarType dtype = dtype_of(dtype_obj);
         const std::uint64_t n = nbytes_of(sizes, dtype);
-        auto block = std::make_shared<rbln::HostBlock>(rbln_call(
-            [&] { return rbln::process_host_allocator(checked(i)).allocate(std::max<std::uint64_t>(n, 1)); }));
+        auto block = std::make_shared<rbln::HostBlock>(rbln_call([&] {
+            return rbln::process_host_allocator(checked(i)).allocate(std::max<std::uint64_t>(n, 1));
+        }));
         std::byte* data = block->data();
         return host_tensor(std::move(block), data, sizes, dtype);
     });
@@ -251,18 +258,18 @@ PYBIND11_MODULE(_C, m) {
             return false;
         return rbln::Device::get(checked(i))->find_pinned(t.data_ptr(), t.nbytes()) != nullptr;
     });
-    m.def("huge_host_empty", [](const std::vector<std::int64_t>& sizes,
-                                const py::object& dtype_obj, std::int64_t i) {
-        const c10::ScalarType dtype = dtype_of(dtype_obj);
-        const std::uint64_t n = nbytes_of(sizes, dtype);
-        auto buf = std::make_shared<rbln::HugeHostBuffer>(rbln_call([&] {
-            return rbln::huge_host_empty(rbln::Device::get(checked(i)),
-                                         std::max<std::uint64_t>(n, 1));
-        }));
-        std::byte* data = buf->data();
-        return py::make_tuple(host_tensor(buf, data, sizes, dtype),
-                              rbln::huge_backing_name(buf->backing()));
-    });
+    m.def("huge_host_empty",
+          [](const std::vector<std::int64_t>& sizes, const py::object& dtype_obj, std::int64_t i) {
+              const c10::ScalarType dtype = dtype_of(dtype_obj);
+              const std::uint64_t n = nbytes_of(sizes, dtype);
+              auto buf = std::make_shared<rbln::HugeHostBuffer>(rbln_call([&] {
+                  return rbln::huge_host_empty(rbln::Device::get(checked(i)),
+                                               std::max<std::uint64_t>(n, 1));
+              }));
+              std::byte* data = buf->data();
+              return py::make_tuple(host_tensor(buf, data, sizes, dtype),
+                                    rbln::huge_backing_name(buf->backing()));
+          });
 
     py::class_<rbln::OffloadScope>(m, "OffloadScope")
         .def(py::init([](const std::string& directory) {
@@ -291,6 +298,31 @@ PYBIND11_MODULE(_C, m) {
         .def("report", &Explain::report)
         .def("counts", &explain_counts)
         .def_readonly("fallbacks", &Explain::fallbacks);
+
+    // tests/torch/bench_eager.py: librbln's own add on the card, the
+    // baseline of torch's eager rate (out = a + b, @iters times, synced).
+    m.def(
+        "bench_librbln_add",
+        [](std::int64_t i, std::int64_t numel, std::int64_t iters) {
+            const unsigned index = checked(i);
+            const auto bytes = static_cast<std::uint64_t>(numel) * 4;
+            auto make = [&] {
+                auto s = rbln::Storage::create(index, bytes, rbln::ElementType::Fp32);
+                return rbln::StorageView::contiguous(std::move(s), {numel});
+            };
+            const rbln::StorageView a = make();
+            const rbln::StorageView b = make();
+            const rbln::StorageView out = make();
+            rbln::Stream s = current_stream(index);
+            rbln::ops::add(s, out, a, b); // commits and uploads outside the timing
+            s.synchronize();
+            const auto t0 = std::chrono::steady_clock::now();
+            for (std::int64_t n = 0; n < iters; n++)
+                rbln::ops::add(s, out, a, b);
+            s.synchronize();
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        py::call_guard<py::gil_scoped_release>());
 
     m.def("fallback_ops", &fallback_ops);
     m.def("fallback_count", &fallback_count);

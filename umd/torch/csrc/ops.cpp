@@ -57,8 +57,8 @@ void check_devices(const std::string& name, const torch::jit::Stack& stack, std:
         TORCH_CHECK(!seen || *seen == t.device(),
                     "Expected all tensors to be on the same device, but found at least two "
                     "devices, ",
-                    seen->str(), " and ", t.device().str(), "! (when checking arguments of ",
-                    name, "; move them with .to(device) first)");
+                    seen->str(), " and ", t.device().str(), "! (when checking arguments of ", name,
+                    "; move them with .to(device) first)");
         seen = t.device();
     };
     for (std::size_t i = stack.size() - nargs; i < stack.size(); i++) {
@@ -102,21 +102,27 @@ std::vector<std::string> fallback_ops() {
     return g_fallback_ops;
 }
 
-std::uint64_t fallback_count() { return g_fallback_count.load(std::memory_order_relaxed); }
+std::uint64_t fallback_count() {
+    return g_fallback_count.load(std::memory_order_relaxed);
+}
 
 namespace {
 
 #define RBLN_FALLBACK(op, ...)                                                                     \
     at::native::call_fallback_fn<&torch_rbln::cpu_fallback, ATEN_OP(op)>::call(__VA_ARGS__)
 
-unsigned index_of(const at::Tensor& t) { return static_cast<unsigned>(t.device().index()); }
+unsigned index_of(const at::Tensor& t) {
+    return static_cast<unsigned>(t.device().index());
+}
 
 bool is_device(const at::Tensor& t) {
     return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
 }
 
 // A CPU 0-dim tensor (a Python number PyTorch wrapped) beside a device one.
-bool is_host_scalar(const at::Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
+bool is_host_scalar(const at::Tensor& t) {
+    return t.device().is_cpu() && t.dim() == 0;
+}
 
 void check_same_device(const char* op, const at::Tensor& a, const at::Tensor& b) {
     if (is_host_scalar(b) || is_host_scalar(a))
@@ -160,13 +166,14 @@ void run_scale(const at::Tensor& out, const at::Tensor& a, double factor) {
 
 // Whether out = a (op) b can run on the card; prepares the operands
 // (Python numbers become 1-element device tensors, broadcast by stride 0).
-bool binary_operands(const at::Tensor& self, const at::Tensor& other, at::Tensor& a,
-                     at::Tensor& b, std::vector<std::int64_t>& shape) {
+bool binary_operands(const at::Tensor& self, const at::Tensor& other, at::Tensor& a, at::Tensor& b,
+                     std::vector<std::int64_t>& shape) {
     if (!kernel_ready(self))
         return false;
     at::Tensor o = other;
     if (is_host_scalar(other)) {
-        if (!c10::isFloatingType(other.scalar_type()) && !c10::isIntegralType(other.scalar_type(), true))
+        if (!c10::isFloatingType(other.scalar_type()) &&
+            !c10::isIntegralType(other.scalar_type(), true))
             return false;
         o = scalar_on_device(other.item(), self.scalar_type(), index_of(self));
     }
@@ -285,8 +292,7 @@ at::Tensor& relu_inplace(at::Tensor& self) {
 
 bool matmul_ready(const at::Tensor& a, const at::Tensor& b) {
     return a.dim() == 2 && b.dim() == 2 && kernel_ready(a) && kernel_ready(b) &&
-           a.scalar_type() == b.scalar_type() && a.device() == b.device() &&
-           a.size(1) == b.size(0);
+           a.scalar_type() == b.scalar_type() && a.device() == b.device() && a.size(1) == b.size(0);
 }
 
 void run_matmul(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
@@ -391,7 +397,9 @@ std::span<std::byte> host_bytes(const at::Tensor& t) {
     return {static_cast<std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())};
 }
 
-std::uint64_t byte_offset(const at::Tensor& t) { return t.storage_offset() * t.itemsize(); }
+std::uint64_t byte_offset(const at::Tensor& t) {
+    return t.storage_offset() * t.itemsize();
+}
 
 bool flat_resident(const rbln::Storage& s) {
     return s.resident() && s.device_layout().format == rbln::DeviceLayout::kFlat;
@@ -410,8 +418,8 @@ void copy_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_block
         rbln_call([&] {
             rbln::Stream s = current_stream(index_of(dst));
             const bool whole = byte_offset(dst) == 0 && dst.nbytes() == st->nbytes();
-            const auto& mem =
-                st->device_use(s, whole ? rbln::DeviceAccess::Write : rbln::DeviceAccess::ReadWrite);
+            const auto& mem = st->device_use(s, whole ? rbln::DeviceAccess::Write
+                                                      : rbln::DeviceAccess::ReadWrite);
             rbln::copy(s, rbln::CopyEndpoint::of(mem, byte_offset(dst), dst.nbytes()),
                        rbln::CopyEndpoint::of_host(src.data_ptr(), src.nbytes()), true);
         });

@@ -118,8 +118,8 @@ rbln::ElementType element_type_of(c10::ScalarType t) {
 }
 
 void check_dtype(c10::ScalarType t) {
-    TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t),
-                     "rbln devices do not support ", c10::toString(t),
+    TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t), "rbln devices do not support ",
+                     c10::toString(t),
                      " tensors: the card computes in float32, float16 and bfloat16 and stores "
                      "real types; keep this tensor on the CPU or convert it (e.g. .real, "
                      ".float()) before moving it to the device");
@@ -134,16 +134,18 @@ unsigned device_index(c10::optional<c10::Device> device) {
                                                          : rt.current_device();
     const unsigned count = rt.device_count();
     TORCH_CHECK(count > 0, "no rbln device is visible to this process: load rbln.ko (is "
-                "/sys/module/rbln there?), check /dev/accel permissions, and "
-                "RBLN_VISIBLE_DEVICES (\"\" hides every NPU)");
+                           "/sys/module/rbln there?), check /dev/accel permissions, and "
+                           "RBLN_VISIBLE_DEVICES (\"\" hides every NPU)");
     TORCH_CHECK_INDEX(index < count, "invalid device ordinal: ", device_name(index), " but ", count,
-                      " rbln device(s) are visible (device_count()); pick an index below ",
-                      count, " or check RBLN_VISIBLE_DEVICES, RBLN_NPUS_PER_DEVICE and "
+                      " rbln device(s) are visible (device_count()); pick an index below ", count,
+                      " or check RBLN_VISIBLE_DEVICES, RBLN_NPUS_PER_DEVICE and "
                       "RBLN_DEVICE_MAP");
     return index;
 }
 
-c10::Allocator* device_allocator() { return &g_allocator; }
+c10::Allocator* device_allocator() {
+    return &g_allocator;
+}
 
 std::shared_ptr<rbln::Storage> storage_of(const at::Tensor& t) {
     const Holder* h = holder_of(t.storage());
@@ -189,8 +191,9 @@ void refresh_data_ptr(const at::Tensor& t) {
     const std::uint64_t va = h->storage->data_ptr(); // resident: commits nothing
     const c10::Device dev = dp.device();
     void* ctx = dp.release_context();
-    impl->set_data_ptr_noswap(c10::DataPtr(reinterpret_cast<void*>(va), // NOLINT(performance-no-int-to-ptr)
-                                           ctx, &delete_holder, dev));
+    impl->set_data_ptr_noswap(
+        c10::DataPtr(reinterpret_cast<void*>(va), // NOLINT(performance-no-int-to-ptr)
+                     ctx, &delete_holder, dev));
 }
 
 at::Tensor empty_device(at::IntArrayRef sizes, c10::ScalarType dtype, unsigned index) {
@@ -302,7 +305,9 @@ std::int64_t current_stream_id(unsigned index) {
     return it == t_current.end() ? 0 : it->second;
 }
 
-void set_current_stream_id(unsigned index, std::int64_t id) { t_current[index] = id; }
+void set_current_stream_id(unsigned index, std::int64_t id) {
+    t_current[index] = id;
+}
 
 rbln::Stream stream_by_id(unsigned index, std::int64_t id) {
     if (id != 0) {
@@ -377,14 +382,12 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
         return static_cast<c10::DeviceIndex>(rbln::Runtime::process().device_count());
     }
     bool queryStream(const c10::Stream& s) const override {
-        return rbln_call([&] {
-            return stream_by_id(static_cast<unsigned>(s.device_index()), s.id()).query();
-        });
+        return rbln_call(
+            [&] { return stream_by_id(static_cast<unsigned>(s.device_index()), s.id()).query(); });
     }
     void synchronizeStream(const c10::Stream& s) const override {
-        rbln_call([&] {
-            stream_by_id(static_cast<unsigned>(s.device_index()), s.id()).synchronize();
-        });
+        rbln_call(
+            [&] { stream_by_id(static_cast<unsigned>(s.device_index()), s.id()).synchronize(); });
     }
 };
 
@@ -403,7 +406,9 @@ Explain::Explain(std::string name, std::string file, std::uint32_t line)
     t_regions.push_back(this);
 }
 
-Explain::~Explain() { close(); }
+Explain::~Explain() {
+    close();
+}
 
 void Explain::close() {
     if (!open)

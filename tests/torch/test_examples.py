@@ -248,3 +248,12 @@ print(n, p, s, before, C.committed())
     assert int(n) >= 1 and int(p) >= 1 and s == "0"
     assert before == "False", "queries, statistics and a lazy tensor commit nothing"
     assert after == "True"
+
+
+def test_the_readme_example_prints_what_it_says(dev, capsys):
+    readme = open(os.path.join(os.path.dirname(__file__), "../../README.md")).read()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    expected = [line.split("# ", 1)[1] for line in code.splitlines() if "print(" in line]
+    gc.collect()
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == expected

@@ -187,3 +187,46 @@ def test_a_device_index_out_of_range_is_refused(dev):
         torch.empty(2, device=torch_rbln.device_of(n))
     with pytest.raises(IndexError, match="invalid device ordinal"):
         torch_rbln.set_device(n)
+
+
+def test_huge_host_memory_is_pinned_and_copies_asynchronously(dev):
+    h = torch_rbln.huge_host_empty(1 << 20, dtype=torch.float32)
+    assert h.rbln_backing in ("hugetlb", "thp", "small-pages")
+    assert h.data_ptr() % (2 << 20) == 0 and torch_rbln.is_pinned(h)
+    h.fill_(2.0)
+    d = torch_rbln.bind_device_memory(torch.empty(1 << 20, device=dev))
+    with torch_rbln.explain("huge") as e:
+        d.copy_(h, non_blocking=True)
+    assert e.counts["async_transfers"] == 1, e.report()
+    torch_rbln.synchronize()
+    assert torch.equal(d.cpu(), h)
+
+
+def test_offload_pages_host_copies_out_and_brings_them_back(dev, tmp_path):
+    with torch_rbln.offload() as scope:
+        t = torch.empty(1 << 18, device=dev)
+        t.copy_(torch.full((1 << 18,), 7.0))  # the host copy (lazy: not on the card)
+    assert scope.stats()["writes"] == 1 and scope.stats()["bytes_offloaded"] == 1 << 20
+    assert torch.equal(t.cpu(), torch.full((1 << 18,), 7.0))
+    assert scope.stats()["reads"] == 1
+
+
+def test_set_device_layout_like_gives_the_layout_without_moving_data(dev):
+    ref = torch_rbln.bind_device_memory(torch.zeros(64, device=dev))
+    t = torch.empty(64, device=dev)
+    with torch_rbln.explain("layout") as e:
+        torch_rbln.set_device_layout_like(t, ref)
+    assert e.counts["pushes"] == 0 and e.counts["downloads"] == 0
+    info = torch_rbln.storage_info
+    assert info(t)["layout_format"] == info(ref)["layout_format"]
+    with pytest.raises(RuntimeError):
+        torch_rbln.set_device_layout_like(torch.empty(32, device=dev), ref)
+
+
+def test_empty_cache_gives_unused_segments_back(dev):
+    x = torch.ones(1 << 20, device=dev)
+    assert torch_rbln.memory_reserved() > 0
+    del x
+    torch_rbln.synchronize()
+    torch_rbln.empty_cache()
+    assert torch_rbln.memory_allocated() == 0 and torch_rbln.memory_reserved() == 0

@@ -94,8 +94,7 @@ void copy_strides(std::array<std::int64_t, 4>& to, const std::vector<std::int64_
 
 // One elementwise kernel: out = kernel(a[, b]).
 void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const StorageView& out,
-                 const StorageView& a, const StorageView* b, float factor,
-                 bool converts = false) {
+                 const StorageView& a, const StorageView* b, float factor, bool converts = false) {
     check_view(op, "out", out, stream);
     check_view(op, "a", a, stream);
     if (b != nullptr)

@@ -230,3 +230,20 @@ def test_empty_cache_gives_unused_segments_back(dev):
     torch_rbln.synchronize()
     torch_rbln.empty_cache()
     assert torch_rbln.memory_allocated() == 0 and torch_rbln.memory_reserved() == 0
+
+
+@pytest.mark.parametrize("make", [lambda t: t.t(), lambda t: t[:, 1:4], lambda t: t[::2]],
+                         ids=["transpose", "narrow", "step"])
+def test_contiguous_of_integer_views_uses_the_strided_copy_engine(dev, make):
+    x = torch.arange(48, dtype=torch.int64).reshape(6, 8)
+    d = x.to(dev)
+    d.fill_(0)
+    d.copy_(x)  # host copy written; the next device use uploads it
+    d.fill_(1)  # device-latest
+    expect = make(torch.ones(6, 8, dtype=torch.int64))
+    with torch_rbln.explain("contiguous") as e:
+        c = on_card(lambda: make(d).contiguous())
+    assert e.counts["downloads"] == 0 and e.counts["pushes"] == 0, e.report()
+    assert torch.equal(c.cpu(), expect)
+    host = torch.arange(48, dtype=torch.int32).reshape(6, 8)
+    assert torch.equal(make(host.to(dev)).contiguous().cpu(), make(host))  # host-latest source

@@ -469,9 +469,77 @@ void copy_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
     dst.copy_(tmp);
 }
 
+// Device -> device of one dtype into a contiguous destination with the
+// strided-copy engine: the source as rows of bytes @pitch apart
+// (COPY_STRIDED through rbln::copy), one copy per slab of its outer
+// dimensions.  False if the source does not have that shape.
+bool strided_copy(const at::Tensor& src, const at::Tensor& dst) {
+    if (!dst.is_contiguous() || src.scalar_type() != dst.scalar_type() ||
+        src.sizes() != dst.sizes() || src.device() != dst.device() || !storage_of(src) ||
+        !storage_of(dst))
+        return false;
+    std::vector<std::int64_t> sizes;
+    std::vector<std::int64_t> strides;
+    for (std::int64_t d = 0; d < src.dim(); d++)
+        if (src.size(d) != 1) {
+            sizes.push_back(src.size(d));
+            strides.push_back(src.stride(d));
+        }
+    const auto es = static_cast<std::int64_t>(src.itemsize());
+    std::int64_t row = es; // bytes per row
+    std::int64_t rows = 1;
+    std::int64_t pitch = es;
+    std::size_t outer = 0; // dimensions looped over
+    if (sizes.empty()) {
+        rows = 1;
+    } else if (strides.back() == 1) {
+        row = sizes.back() * es;
+        outer = sizes.size() >= 2 ? sizes.size() - 2 : 0;
+        rows = sizes.size() >= 2 ? sizes[sizes.size() - 2] : 1;
+        pitch = sizes.size() >= 2 ? strides[sizes.size() - 2] * es : row;
+    } else {
+        outer = sizes.size() - 1;
+        rows = sizes.back();
+        pitch = strides.back() * es;
+    }
+    std::int64_t slabs = 1;
+    for (std::size_t d = 0; d < outer; d++)
+        slabs *= sizes[d];
+    if (pitch < row || slabs > 4096)
+        return false;
+    auto ss = storage_of(src);
+    auto ds = storage_of(dst);
+    rbln_call([&] {
+        rbln::Stream st = current_stream(index_of(dst));
+        const auto& smem = ss->device_use(st, rbln::DeviceAccess::Read);
+        const bool whole = byte_offset(dst) == 0 && dst.nbytes() == ds->nbytes();
+        const auto& dmem =
+            ds->device_use(st, whole ? rbln::DeviceAccess::Write : rbln::DeviceAccess::ReadWrite);
+        const auto bytes = static_cast<std::uint64_t>(rows * row);
+        for (std::int64_t slab = 0; slab < slabs; slab++) {
+            std::int64_t rest = slab;
+            auto off = static_cast<std::int64_t>(byte_offset(src));
+            for (std::size_t d = outer; d-- > 0;) {
+                off += (rest % sizes[d]) * strides[d] * es;
+                rest /= sizes[d];
+            }
+            const rbln::CopyEndpoint from =
+                rbln::CopyEndpoint::of(smem, static_cast<std::uint64_t>(off), bytes)
+                    .strided(static_cast<std::uint64_t>(row), static_cast<std::uint64_t>(pitch));
+            rbln::copy(st, rbln::CopyEndpoint::of(dmem, byte_offset(dst) + slab * bytes, bytes),
+                       rows == 1
+                           ? rbln::CopyEndpoint::of(smem, static_cast<std::uint64_t>(off), bytes)
+                           : from);
+        }
+    });
+    refresh({&dst, &src});
+    return true;
+}
+
 // Device -> device.  Float dtypes: one CAST job (any strides on both sides;
-// a dtype change converts); contiguous bytes of one dtype: one COPY;
-// anything else through the host.
+// a dtype change converts); contiguous bytes of one dtype: one COPY; a
+// strided source of one dtype: the strided-copy engine; anything else
+// through the host.
 void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
     const bool float_pair = kernel_ready(dst) && kernel_ready(src) && src.device() == dst.device();
     if (float_pair) {
@@ -505,6 +573,8 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
             return;
         }
     }
+    if (strided_copy(src, dst))
+        return;
     copy_to_device(src.to(at::kCPU), dst, false);
 }
 

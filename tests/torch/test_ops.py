@@ -247,3 +247,15 @@ def test_contiguous_of_integer_views_uses_the_strided_copy_engine(dev, make):
     assert torch.equal(c.cpu(), expect)
     host = torch.arange(48, dtype=torch.int32).reshape(6, 8)
     assert torch.equal(make(host.to(dev)).contiguous().cpu(), make(host))  # host-latest source
+
+
+def test_common_operators_without_a_kernel_work_through_the_fallback(dev):
+    x = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    d = x.to(dev)
+    assert torch.equal(torch.cat([d, d]).cpu(), torch.cat([x, x]))  # a tensor list
+    assert d[1, 2].item() == -6.0  # a Python number back
+    assert d.sum().item() == x.sum().item()
+    mask = d > 0
+    assert mask.device == dev and torch.equal(mask.cpu(), x > 0)  # bool on the device
+    assert torch.equal(d.argmax(dim=1).cpu(), x.argmax(dim=1))  # int64 on the device
+    assert torch.equal(d[mask].cpu(), x[x > 0])  # indexing by a device mask

@@ -43,6 +43,10 @@ bool fallback_disabled() {
     return s.find(",unsupported_op,") != std::string::npos;
 }
 
+bool on_device(const at::Tensor& t) {
+    return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+}
+
 std::string op_name(const c10::OperatorHandle& op) {
     const auto& n = op.schema().operator_name();
     return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
@@ -94,6 +98,18 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (first && g_fallback_logger)
         g_fallback_logger(name);
     record_fallback(name);
+    // PyTorch 1.13's fallback moves Tensor and Tensor[] arguments to the
+    // CPU, not Tensor?[] ones (index's indices): those are inputs, moved here.
+    const std::size_t nargs = op.schema().arguments().size();
+    for (std::size_t i = stack->size() - nargs; i < stack->size(); i++) {
+        c10::IValue& v = (*stack)[i];
+        if (!v.isOptionalTensorList())
+            continue;
+        c10::List<c10::optional<at::Tensor>> moved;
+        for (const c10::optional<at::Tensor>& t : v.toOptionalTensorList().vec())
+            moved.push_back(t && on_device(*t) ? c10::optional<at::Tensor>(t->cpu()) : t);
+        v = c10::IValue(moved);
+    }
     at::native::cpu_fallback(op, stack);
 }
 

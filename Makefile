@@ -39,7 +39,7 @@ SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 all: kernel userspace
 
 help:
-	@sed -n '2,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,16p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/tools/scripts/install-deps.sh >/dev/null

@@ -5,6 +5,8 @@
 #   make test          dependencies, lint, host unit tests, fuzzing, VM tests,
 #                      VM tests on the debug kernel (KASAN, lockdep, kmemleak)
 #   make test-debug    every VM step on the debug kernel
+#   make torch         torch_rbln, the PyTorch backend (umd/torch) in build/torch
+#   make test-torch    every torch_rbln pytest, in the VM (make test runs a part)
 #   make demo          deps, build, then rbln-smi + a workload in the VM (quiet)
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)
@@ -19,6 +21,7 @@ SHELL   := /bin/bash
 TOP     := $(CURDIR)
 BUILD   := $(TOP)/build
 CMAKE_B := $(BUILD)/cmake
+TORCH_B := $(BUILD)/torch
 KVER    ?= $(shell cat $(BUILD)/kver 2>/dev/null || \
              ls /boot | sed -n 's/^vmlinuz-\(6\.12\..*-amd64\)$$/\1/p' | sort -V | tail -n 1)
 KDIR    ?= /lib/modules/$(KVER)/build
@@ -33,7 +36,8 @@ VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
 .PHONY: all deps kernel userspace test demo bench bench-sqpoll vm dkms-install install lint \
-        lint-kernel lint-user test-host test-vm test-vm-debug test-debug fuzz clean help
+        lint-kernel lint-user test-host test-vm test-vm-debug test-debug fuzz clean help \
+        torch test-torch
 
 all: kernel userspace
 
@@ -54,6 +58,19 @@ $(CMAKE_B)/CMakeCache.txt:
 userspace: $(CMAKE_B)/CMakeCache.txt
 	cmake --build $(CMAKE_B) -j$(JOBS)
 
+# torch_rbln (umd/torch/README.md): its own CMake project, built against
+# librbln's public headers and librbln.so only; prints its build time.
+torch: userspace
+	@t=$$(date +%s); \
+	cmake -S $(TOP)/umd/torch -B $(TORCH_B) -DRBLN_INCLUDE_DIR=$(TOP)/umd/include \
+		-DRBLN_LIBRARY=$(CMAKE_B)/umd/librbln.so >/dev/null && \
+	cmake --build $(TORCH_B) -j$(JOBS) && \
+	echo "torch_rbln: built in $$(( $$(date +%s) - t ))s"
+
+# Every pytest of tests/torch in the VM (make test-vm runs the quick set).
+test-torch: kernel torch
+	$(TOP)/tests/torch/run-vm.sh all
+
 lint: lint-kernel lint-user
 
 lint-kernel:
@@ -71,7 +88,7 @@ fuzz:
 	$(TOP)/tools/scripts/fuzz.sh
 
 # Everything that needs the kernel module and the emulated card.
-test-vm: kernel userspace
+test-vm: kernel userspace torch
 	$(TOP)/tools/scripts/test-vm.sh production
 
 # The same on the debug kernel (tools/scripts/build-debug-kernel.sh, built
@@ -100,7 +117,7 @@ test: deps $(CMAKE_B)/CMakeCache.txt
 		exec nice -n 19 "$$0" "$$1"' $(TOP)/tools/scripts/lint-user.sh \
 		$(CMAKE_B) > $$log 2>&1 & tidy=$$!; \
 	trap 'kill -- -'$$tidy' '$$tidy' 2>/dev/null' EXIT; \
-	for phase in all test-host fuzz test-vm test-vm-debug; do \
+	for phase in all torch test-host fuzz test-vm test-vm-debug; do \
 		t=$$(date +%s); $(MAKE) $$phase; \
 		times="$$times $$phase $$(( $$(date +%s) - t ))s"; \
 	done; \
@@ -141,4 +158,4 @@ install: userspace
 
 clean:
 	-$(MAKE) -C kernel KDIR=$(KDIR) clean
-	rm -rf $(CMAKE_B) $(BUILD)/vm $(BUILD)/vm-runs $(BUILD)/runner-warn $(BUILD)/fuzz
+	rm -rf $(CMAKE_B) $(TORCH_B) $(BUILD)/vm $(BUILD)/vm-runs $(BUILD)/runner-warn $(BUILD)/fuzz

@@ -105,6 +105,8 @@ TEST_F(COps, OperatorErrorsNameTheOperatorAndTheOperand) {
     ASSERT_EQ(rbln_view_contiguous(b, 0, nullptr, &vb), RBLN_OK);
     EXPECT_EQ(rbln_op_add(nullptr, &va, &va, &vb), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_THAT(rbln_last_error_message(), HasSubstr("add: b's sizes [8] differ from out's [16]"));
+    EXPECT_EQ(rbln_op_cast(nullptr, &va, &vb), RBLN_ERR_INVALID_ARGUMENT);
+    EXPECT_THAT(rbln_last_error_message(), HasSubstr("cast: a's sizes [8] differ from out's [16]"));
     EXPECT_EQ(rbln_op_mul(nullptr, &va, &va, nullptr), RBLN_ERR_INVALID_ARGUMENT);
     EXPECT_THAT(rbln_last_error_message(), HasSubstr("mul: b is NULL"));
     rbln_view old = va;

@@ -127,6 +127,9 @@ private:
             case RBLN_FW_KERNEL_SCALE:
                 r = a * scale;
                 break;
+            case RBLN_FW_KERNEL_CAST:
+                r = a;
+                break;
             default:
                 return;
             }
@@ -276,6 +279,38 @@ TEST(Ops, StridedViewsAndOffsetsReachTheKernel) {
     auto out = c.tensor({2, 2});
     ops::scale(*c.stream, out, at, 2.0F);
     EXPECT_EQ(c.values(out), (std::vector<float>{4, 10, 6, 12}));
+}
+
+TEST(Ops, CastOfOneTypeGathersAStridedViewIntoAContiguousOne) {
+    Card c;
+    auto whole = c.filled({2, 3}, {1, 2, 3, 4, 5, 6});
+    StorageView t = whole; // the transpose, 3x2
+    t.sizes = {3, 2};
+    t.strides = {1, 3};
+    auto out = c.tensor({3, 2});
+    ops::cast(*c.stream, out, t);
+    EXPECT_EQ(c.values(out), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+    ASSERT_EQ(c.k->launches.size(), 1u) << "one job";
+    EXPECT_EQ(c.k->launches[0].kernel, static_cast<std::uint32_t>(RBLN_FW_KERNEL_CAST));
+}
+
+TEST(Ops, CastConvertsBetweenElementTypesAndRefusesU8) {
+    Card c;
+    auto a = c.tensor({4});
+    auto h = c.tensor({4}, ElementType::Fp16);
+    ops::cast(*c.stream, h, a);
+    c.stream->synchronize();
+    ASSERT_EQ(c.k->launches.size(), 1u);
+    EXPECT_EQ(c.k->launches[0].dtype_in, static_cast<std::uint32_t>(RBLN_FW_DT_FP32));
+    EXPECT_EQ(c.k->launches[0].dtype_out, static_cast<std::uint32_t>(RBLN_FW_DT_FP16));
+    auto bytes = c.tensor({16}, ElementType::U8);
+    try {
+        ops::cast(*c.stream, bytes, a);
+        ADD_FAILURE() << "a cast into u8 was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("cast"));
+        EXPECT_THAT(e.what(), HasSubstr("out has element type 0"));
+    }
 }
 
 TEST(Ops, StateTransitionsFollowTheLazyStorageRules) {

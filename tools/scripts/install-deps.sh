@@ -19,7 +19,8 @@ pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       libbenchmark-dev dkms sparse linux-source-6.12
       g++ make bc python3 clang-format clang-tidy	# build, runner, JSON check, lint
       clang libclang-rt-14-dev			# tests/fuzz (libFuzzer, sanitizers)
-      flex bison libelf-dev libssl-dev)		# the debug kernel (build-debug-kernel.sh)
+      flex bison libelf-dev libssl-dev		# the debug kernel (build-debug-kernel.sh)
+      python3-torch libtorch-dev python3-pybind11 python3-pytest)	# umd/torch, tests/torch
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

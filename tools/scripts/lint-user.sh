@@ -49,6 +49,12 @@ if [ "${#user[@]}" -gt 0 ]; then
 			mapfile -t tus < <(printf '%s\n' "${tus[@]}" |
 				grep -vxF -f <(printf '%s\n' "${members[@]}"))
 		fi
+		# umd/torch (torch_rbln, its own CMake project): clang-format
+		# only.  clang 14 cannot parse PyTorch 1.13's headers as C++20
+		# (std::vector<c10::IValue> of an incomplete type fails its
+		# static_asserts), and librbln's public headers need C++20; g++
+		# builds it with -Wall -Wextra.
+		mapfile -t tus < <(printf '%s\n' "${tus[@]}" | grep -v '^umd/torch/')
 		# Product code gets every check; test code (GoogleTest macros make
 		# the static analyzer slow and say little) all but clang-analyzer.
 		# One queue for all, longest runs first (the batches, then product
@@ -82,6 +88,15 @@ if [ "$mode" != only ] && [ "${#kfiles[@]}" -gt 0 ]; then
 		status=1
 	fi
 	rm -f /tmp/rbln-cp.$$
+fi
+
+# torch_rbln's Python (umd/torch, tests/torch): flake8 where installed.
+if [ "$mode" != only ] && /usr/bin/python3 -m flake8 --version >/dev/null 2>&1; then
+	mapfile -t py < <(git ls-files 'umd/torch/*.py' 'tests/torch/*.py')
+	if [ "${#py[@]}" -gt 0 ] && ! /usr/bin/python3 -m flake8 --max-line-length 100 "${py[@]}" >&2; then
+		echo "lint: flake8 findings" >&2
+		status=1
+	fi
 fi
 
 [ "$status" = 0 ] && case $mode in

@@ -57,6 +57,11 @@ step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel
 	 '$top/build/cmake/tests/integration/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_host_vm_tests'"
+# torch_rbln's pytest (tests/torch/README.md): the documented examples and
+# the operators, in one Python process (importing PyTorch under TCG takes
+# 25-40 s); make test-torch adds the fork, mapping and ATOM tests.
+step "torch_rbln pytest (all but the slow ones), 2 Rebel100 cards" \
+	"$top/tests/torch/run-vm.sh" quick
 # These four cards speak firmware-iface 1.2, the previous firmware: the
 # driver must not send them VM_ABORT or the FAULT_ABORTS job flag (every
 # job would fail), and a fault still fails the client's later jobs.

@@ -45,6 +45,11 @@ void relu(Stream& stream, const StorageView& out, const StorageView& a,
 /// out = a * factor.
 void scale(Stream& stream, const StorageView& out, const StorageView& a, float factor,
            rbln::source_location where = rbln::source_location::current());
+/// out = a converted to out's element type (CAST; round to nearest even).
+/// Of one element type it is a strided gather: any view of a into any view
+/// of out, in one job (a framework's contiguous()).
+void cast(Stream& stream, const StorageView& out, const StorageView& a,
+          rbln::source_location where = rbln::source_location::current());
 /// out[M][N] = sum_k a[M][K] * b[K][N]: a and b 2-D of one element type,
 /// out 2-D of that type or Fp32 (products accumulate in fp32 on the card).
 void matmul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,

@@ -66,6 +66,11 @@ rbln_status rbln_op_relu(rbln_stream* stream, const struct rbln_view* out,
 /* out = a * factor. */
 rbln_status rbln_op_scale(rbln_stream* stream, const struct rbln_view* out,
                           const struct rbln_view* a, float factor);
+/* out = a converted to out's element type (fp32, fp16, bf16; round to
+ * nearest even); of one element type, a strided gather of any view of a
+ * into any view of out in one job. */
+rbln_status rbln_op_cast(rbln_stream* stream, const struct rbln_view* out,
+                         const struct rbln_view* a);
 /* out[M][N] = sum_k a[M][K] * b[K][N]: a and b 2-D of one element type,
  * out 2-D of that type or FP32 (products accumulate in fp32 on the card). */
 rbln_status rbln_op_matmul(rbln_stream* stream, const struct rbln_view* out,

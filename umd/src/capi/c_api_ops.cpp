@@ -117,6 +117,16 @@ rbln_status rbln_op_scale(rbln_stream* stream, const struct rbln_view* out,
     });
 }
 
+rbln_status rbln_op_cast(rbln_stream* stream, const struct rbln_view* out,
+                         const struct rbln_view* a) {
+    return guard([&] {
+        const rbln::StorageView o = view_of("cast", "out", out);
+        rbln::Stream s = stream_of(stream, o);
+        rbln::ops::cast(s, o, view_of("cast", "a", a));
+        return RBLN_OK;
+    });
+}
+
 rbln_status rbln_op_matmul(rbln_stream* stream, const struct rbln_view* out,
                            const struct rbln_view* a, const struct rbln_view* b) {
     return guard([&] {

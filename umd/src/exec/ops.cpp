@@ -94,7 +94,7 @@ void copy_strides(std::array<std::int64_t, 4>& to, const std::vector<std::int64_
 
 // One elementwise kernel: out = kernel(a[, b]).
 void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const StorageView& out,
-                 const StorageView& a, const StorageView* b, float factor) {
+                 const StorageView& a, const StorageView* b, float factor, bool converts = false) {
     check_view(op, "out", out, stream);
     check_view(op, "a", a, stream);
     if (b != nullptr)
@@ -108,13 +108,13 @@ void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const Sto
         if (shape_of(*in).sizes != so.sizes)
             bad(op, std::string(name) + "'s sizes " + dims(in->sizes) + " differ from out's " +
                         dims(out.sizes));
-        if (in->storage->element_type() != out.storage->element_type())
+        if (!converts && in->storage->element_type() != out.storage->element_type())
             bad(op, std::string(name) + "'s element type differs from out's");
     }
     KernelLaunch l;
     l.kernel = kernel;
     l.dtype_in = static_cast<std::uint32_t>(a.storage->element_type());
-    l.dtype_out = l.dtype_in;
+    l.dtype_out = static_cast<std::uint32_t>(out.storage->element_type());
     l.ndim = static_cast<std::uint32_t>(so.sizes.size());
     l.scale = factor;
     for (std::size_t d = 0; d < so.sizes.size(); d++)
@@ -163,6 +163,12 @@ void scale(Stream& stream, const StorageView& out, const StorageView& a, float f
            rbln::source_location where) {
     const ExplainSite site(where);
     elementwise("scale", RBLN_FW_KERNEL_SCALE, stream, out, a, nullptr, factor);
+}
+
+void cast(Stream& stream, const StorageView& out, const StorageView& a,
+          rbln::source_location where) {
+    const ExplainSite site(where);
+    elementwise("cast", RBLN_FW_KERNEL_CAST, stream, out, a, nullptr, 1.0F, true);
 }
 
 void matmul(Stream& stream, const StorageView& out, const StorageView& a, const StorageView& b,

@@ -153,40 +153,40 @@ struct rbln_fw_graph_binding {
 };
 
 /*
- * Why a GRAPH_EXEC failed (rbln_fw_job_cpl.detail, with status
- * BAD_PACKET for the checks; detail_arg as noted).  The checks run in
- * this order and the first failing one is reported.
+ * Why a GRAPH_EXEC failed: rbln_fw_job_cpl.detail, with status BAD_PACKET
+ * for the checks, which run in this order (the first failing one is
+ * reported).  detail_arg: the section (COUNT, SECTION, ALIGN), the node
+ * (FANIN, NODE, RELOC*, IN_NODE), the consumer (CYCLE), the root slot
+ * (ROOTS), the boundary (SIGNATURE, BINDING), the image's count
+ * (BOUNDARY_COUNT), else 0.  rbln_fw_graph.md has the full table.
  */
 #define RBLN_FW_GRAPH_E_NONE		0
-#define RBLN_FW_GRAPH_E_PACKET		1	/* packet flags, reserved, VA alignment */
+#define RBLN_FW_GRAPH_E_PACKET		1	/* packet reserved, flags, alignment */
 #define RBLN_FW_GRAPH_E_MAGIC		2	/* object magic */
-#define RBLN_FW_GRAPH_E_OBJ_BYTES	3	/* definition_bytes < image header, > MAX_BYTES, not 16-aligned; reserved */
-#define RBLN_FW_GRAPH_E_TOTAL_BYTES	4	/* image total_bytes != definition_bytes */
-#define RBLN_FW_GRAPH_E_KEY		5	/* image full_key != object full_key */
-#define RBLN_FW_GRAPH_E_VERSION		6	/* image version unknown or reserved != 0 */
-#define RBLN_FW_GRAPH_E_COUNT		7	/* a count beyond its limit; arg: section */
+#define RBLN_FW_GRAPH_E_OBJ_BYTES	3	/* definition_bytes out of range */
+#define RBLN_FW_GRAPH_E_TOTAL_BYTES	4	/* total_bytes != definition_bytes */
+#define RBLN_FW_GRAPH_E_KEY		5	/* image full_key != object's */
+#define RBLN_FW_GRAPH_E_VERSION		6	/* image version, reserved */
+#define RBLN_FW_GRAPH_E_COUNT		7	/* a count beyond its limit */
 #define RBLN_FW_GRAPH_E_BOUNDARY_COUNT	8	/* != the packet's boundary_count */
-#define RBLN_FW_GRAPH_E_EXEC_BYTES	9	/* packet's storage < execution_storage_bytes */
-#define RBLN_FW_GRAPH_E_SECTION		10	/* offset in the header or extent past total_bytes; arg: section */
-#define RBLN_FW_GRAPH_E_ALIGN		11	/* section offset misaligned; arg: section */
-#define RBLN_FW_GRAPH_E_FANIN		12	/* rows not monotone from 0 to edge_count; arg: node */
-#define RBLN_FW_GRAPH_E_CYCLE		13	/* a producer index >= its consumer; arg: consumer */
-#define RBLN_FW_GRAPH_E_ROOTS		14	/* roots not exactly the nodes without fan-in, ascending; arg: root slot */
-#define RBLN_FW_GRAPH_E_SIGNATURE	15	/* boundary signature malformed; arg: boundary */
-#define RBLN_FW_GRAPH_E_BINDING		16	/* binding differs from its signature; arg: boundary */
-#define RBLN_FW_GRAPH_E_NODE		17	/* node record or its packet malformed; arg: node */
-#define RBLN_FW_GRAPH_E_RELOC		18	/* relocation kind/index/slot wrong; arg: node */
-#define RBLN_FW_GRAPH_E_RELOC_RANGE	19	/* operand reaches outside its region; arg: node */
-#define RBLN_FW_GRAPH_E_RELOC_WRITE_IN	20	/* a node writes an IN boundary; arg: node */
-/* Not a check: the status (MMU_FAULT, DMA_ERROR, ...) came from node arg. */
+#define RBLN_FW_GRAPH_E_EXEC_BYTES	9	/* packet's storage too small */
+#define RBLN_FW_GRAPH_E_SECTION		10	/* section outside the image */
+#define RBLN_FW_GRAPH_E_ALIGN		11	/* section offset misaligned */
+#define RBLN_FW_GRAPH_E_FANIN		12	/* CSR rows malformed */
+#define RBLN_FW_GRAPH_E_CYCLE		13	/* a producer >= its consumer */
+#define RBLN_FW_GRAPH_E_ROOTS		14	/* roots != nodes without fan-in */
+#define RBLN_FW_GRAPH_E_SIGNATURE	15	/* boundary signature malformed */
+#define RBLN_FW_GRAPH_E_BINDING		16	/* binding != its signature */
+#define RBLN_FW_GRAPH_E_NODE		17	/* node record or packet malformed */
+#define RBLN_FW_GRAPH_E_RELOC		18	/* relocation kind, index, slot */
+#define RBLN_FW_GRAPH_E_RELOC_RANGE	19	/* operand outside its region */
+#define RBLN_FW_GRAPH_E_RELOC_WRITE_IN	20	/* a node writes an IN boundary */
+/* Not a check: the job's status came from running node detail_arg. */
 #define RBLN_FW_GRAPH_E_IN_NODE		0x100
 
-/* Sizes are part of the contract. */
+/* Sizes are part of the contract (checked by every C++ user). */
 #ifdef __cplusplus
 #define RBLN_FW_GRAPH_ASSERT(e) static_assert(e, #e)
-#else
-#define RBLN_FW_GRAPH_ASSERT(e) _Static_assert(e, #e)
-#endif
 RBLN_FW_GRAPH_ASSERT(sizeof(struct rbln_fw_graph_obj) == 32);
 RBLN_FW_GRAPH_ASSERT(sizeof(struct rbln_fw_graph_image) == 64);
 RBLN_FW_GRAPH_ASSERT(__builtin_offsetof(struct rbln_fw_graph_image, off) == 40);
@@ -197,5 +197,6 @@ RBLN_FW_GRAPH_ASSERT(sizeof(struct rbln_fw_pkt_launch) <= 192);
 RBLN_FW_GRAPH_ASSERT(sizeof(struct rbln_fw_graph_tensor) == 80);
 RBLN_FW_GRAPH_ASSERT(sizeof(struct rbln_fw_graph_binding) == 96);
 #undef RBLN_FW_GRAPH_ASSERT
+#endif
 
 #endif /* RBLN_FW_GRAPH_H */

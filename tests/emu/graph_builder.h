@@ -114,7 +114,9 @@ public:
             if (fanin_[i].empty())
                 roots.push_back(static_cast<std::uint16_t>(i));
         }
-        auto up = [](std::size_t x) { return static_cast<std::uint32_t>((x + 15) & ~std::size_t{15}); };
+        auto up = [](std::size_t x) {
+            return static_cast<std::uint32_t>((x + 15) & ~std::size_t{15});
+        };
         rbln_fw_graph_image h{};
         h.full_key = key;
         h.version = RBLN_FW_GRAPH_VERSION;

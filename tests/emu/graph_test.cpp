@@ -119,7 +119,8 @@ protected:
             if (dt == RBLN_FW_DT_FP32) {
                 std::memcpy(p, &f, 4);
             } else {
-                const std::uint16_t h = dt == RBLN_FW_DT_FP16 ? fp::f32_to_f16(f) : fp::f32_to_bf16(f);
+                const std::uint16_t h =
+                    dt == RBLN_FW_DT_FP16 ? fp::f32_to_f16(f) : fp::f32_to_bf16(f);
                 std::memcpy(p, &h, 2);
             }
         }
@@ -369,9 +370,9 @@ TEST_P(GraphFan, IndependentNodesRunOnSeveralChipletsAndTheCountersSayWhere) {
     const CardStats before = t.h.card.stats();
     const Telemetry tel0 = t.h.card.telemetry();
     const unsigned ring = 2;
-    ASSERT_EQ(run_graph(g.object(kKey), g.bindings({va(kX), va(kY), va(kY2)}), packet(g), ring)
-                  .status,
-              RBLN_FW_JOB_OK);
+    ASSERT_EQ(
+        run_graph(g.object(kKey), g.bindings({va(kX), va(kY), va(kY2)}), packet(g), ring).status,
+        RBLN_FW_JOB_OK);
     const CardStats after = t.h.card.stats();
     const Telemetry tel1 = t.h.card.telemetry();
     std::uint64_t total = 0;
@@ -567,8 +568,9 @@ std::vector<Refusal> refusals() {
              s.set_image(h);
          },
          RBLN_FW_GRAPH_E_SECTION, RBLN_FW_GRAPH_SEC_NODES},
-        {"SectionOffsetBeyondTheImage",
-         image_change([](rbln_fw_graph_image& h) { h.off[RBLN_FW_GRAPH_SEC_BOUNDARIES] = 1u << 20; }),
+        {"SectionOffsetBeyondTheImage", image_change([](rbln_fw_graph_image& h) {
+             h.off[RBLN_FW_GRAPH_SEC_BOUNDARIES] = 1u << 20;
+         }),
          RBLN_FW_GRAPH_E_SECTION, RBLN_FW_GRAPH_SEC_BOUNDARIES},
         {"SectionInsideTheHeader",
          image_change([](rbln_fw_graph_image& h) { h.off[RBLN_FW_GRAPH_SEC_ROOTS] = 16; }),
@@ -585,8 +587,7 @@ std::vector<Refusal> refusals() {
         {"NodeItsOwnProducer", [](S& s) { s.set_u16(RBLN_FW_GRAPH_SEC_FANIN_PRODS, 1, 2); },
          RBLN_FW_GRAPH_E_CYCLE, 2},
         {"FaninRowsNotEndingAtEdgeCount",
-         image_change([](rbln_fw_graph_image& h) { h.edge_count = 1; }), RBLN_FW_GRAPH_E_FANIN,
-         2},
+         image_change([](rbln_fw_graph_image& h) { h.edge_count = 1; }), RBLN_FW_GRAPH_E_FANIN, 2},
         {"RootThatHasProducers", [](S& s) { s.set_u16(RBLN_FW_GRAPH_SEC_ROOTS, 0, 1); },
          RBLN_FW_GRAPH_E_ROOTS, 0},
         {"BoundaryShapeOtherThanItsSignature", [](S& s) { s.table[1].tensor.shape[0] += 1; },
@@ -610,14 +611,18 @@ std::vector<Refusal> refusals() {
         {"UnknownNodeOp", node_change(1, [](rbln_fw_graph_node& n) { n.op = RBLN_FW_PKT_SIGNAL; }),
          RBLN_FW_GRAPH_E_NODE, 1},
         {"NodePacketTheEagerCheckRefuses",
-         node_change(2, [](rbln_fw_graph_node& n) { n.pkt.launch.scale = 0; n.pkt.launch.kernel = 9; }),
+         node_change(2,
+                     [](rbln_fw_graph_node& n) {
+                         n.pkt.launch.scale = 0;
+                         n.pkt.launch.kernel = 9;
+                     }),
          RBLN_FW_GRAPH_E_NODE, 2},
         {"NodePacketWithAnAddress",
          node_change(0, [](rbln_fw_graph_node& n) { n.pkt.launch.out = 0x1000; }),
          RBLN_FW_GRAPH_E_NODE, 0},
         {"RelocationBoundaryIndexOutOfRange",
-         node_change(0, [](rbln_fw_graph_node& n) { n.reloc[1].index = 3; }),
-         RBLN_FW_GRAPH_E_RELOC, 0},
+         node_change(0, [](rbln_fw_graph_node& n) { n.reloc[1].index = 3; }), RBLN_FW_GRAPH_E_RELOC,
+         0},
         {"RelocationForAnOperandTheKernelLacks",
          node_change(1, [](rbln_fw_graph_node& n) { n.reloc[1] = exec_at(0); }),
          RBLN_FW_GRAPH_E_RELOC, 1},
@@ -668,8 +673,8 @@ protected:
         const auto table = g.bindings({va(kX), va(kW), va(kY)});
         std::memcpy(t.host(kTable), table.data(), table.size() * sizeof(table[0]));
         CmdBuf cb;
-        cb.add(RBLN_FW_PKT_GRAPH_EXEC, graph_exec(va(def_off), va(kTable), g.boundary_count(),
-                                                  exec_va, exec_bytes));
+        cb.add(RBLN_FW_PKT_GRAPH_EXEC,
+               graph_exec(va(def_off), va(kTable), g.boundary_count(), exec_va, exec_bytes));
         const auto cpl = t.run(0, cb);
         return cpl ? *cpl : no_cpl();
     }

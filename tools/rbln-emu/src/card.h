@@ -114,8 +114,8 @@ struct CardStats {
     std::uint32_t boot_faults_armed = 0;     // handshakes that will end in FAULT
     std::uint32_t reset_faults_armed = 0;    // resets the firmware will crash after
     // GRAPH_EXEC (rbln_fw_graph.md).
-    std::uint64_t graph_execs = 0;    // passed the checks
-    std::uint64_t graph_rejected = 0; // refused by them
+    std::uint64_t graph_execs = 0;                                 // passed the checks
+    std::uint64_t graph_rejected = 0;                              // refused by them
     std::array<std::uint64_t, RBLN_FW_MAX_CHIPLETS> graph_nodes{}; // nodes each chiplet ran
 };
 

@@ -28,6 +28,9 @@ static_assert(sizeof(rbln_fw_pkt_timestamp) == 16);
 static_assert(sizeof(rbln_fw_pkt_launch) == 176);
 static_assert(sizeof(rbln_fw_pkt_tlb_invalidate) == 24);
 static_assert(sizeof(rbln_fw_pkt_write64) == 24);
+static_assert(sizeof(rbln_fw_pkt_graph_exec) == 48);
+static_assert(offsetof(rbln_fw_job_cpl, detail) == 48);
+static_assert(offsetof(rbln_fw_job_cpl, detail_arg) == 52);
 
 namespace {
 
@@ -630,8 +633,8 @@ PacketResult CommandProcessor::graph_packet(const rbln_fw_pkt_graph_exec& p, Mem
                 const std::uint16_t i = plan.order[k];
                 if (ended())
                     return in_node(interrupted(), i);
-                PacketResult r =
-                    run_graph_node(plan.nodes[i], mem, dma_, cancel_, deps_.chiplet, deps_.counters);
+                PacketResult r = run_graph_node(plan.nodes[i], mem, dma_, cancel_, deps_.chiplet,
+                                                deps_.counters);
                 deps_.chiplet.graph_nodes++;
                 if (r.cancelled)
                     r = interrupted();
@@ -658,8 +661,8 @@ PacketResult CommandProcessor::graph_packet(const rbln_fw_pkt_graph_exec& p, Mem
         for (std::uint32_t k = begin; k < end; k++) {
             if (chips.at((k - begin) % nchips) != cfg_.index)
                 continue;
-            node_results_[k - begin] = run_graph_node(plan.nodes[plan.order[k]], mem, dma_,
-                                                      cancel_, deps_.chiplet, deps_.counters);
+            node_results_[k - begin] = run_graph_node(plan.nodes[plan.order[k]], mem, dma_, cancel_,
+                                                      deps_.chiplet, deps_.counters);
             deps_.chiplet.graph_nodes++;
         }
         done.wait();

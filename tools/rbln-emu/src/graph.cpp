@@ -367,8 +367,8 @@ std::optional<GraphError> check_graph(const rbln_fw_pkt_graph_exec& p, const rbl
         return err(RBLN_FW_GRAPH_E_BINDING, 0, "boundary table copy of the wrong size");
     std::vector<Region> regions(h.boundary_count);
     for (std::uint32_t b = 0; b < h.boundary_count; b++) {
-        const auto sig = load<rbln_fw_graph_tensor>(
-            image, h.off[RBLN_FW_GRAPH_SEC_BOUNDARIES] + std::size_t{b} * kTensor);
+        const auto sig = load<rbln_fw_graph_tensor>(image, h.off[RBLN_FW_GRAPH_SEC_BOUNDARIES] +
+                                                               std::size_t{b} * kTensor);
         if (const char* why = check_tensor(sig))
             return err(RBLN_FW_GRAPH_E_SIGNATURE, b, why);
         const auto bind = load<rbln_fw_graph_binding>(bindings, std::size_t{b} * kBinding);
@@ -382,8 +382,8 @@ std::optional<GraphError> check_graph(const rbln_fw_pkt_graph_exec& p, const rbl
     const Region exec{p.exec, h.execution_storage_bytes, true};
     plan.nodes.resize(n);
     for (std::uint32_t i = 0; i < n; i++) {
-        const auto rec =
-            load<rbln_fw_graph_node>(image, h.off[RBLN_FW_GRAPH_SEC_NODES] + std::size_t{i} * kNode);
+        const auto rec = load<rbln_fw_graph_node>(image, h.off[RBLN_FW_GRAPH_SEC_NODES] +
+                                                             std::size_t{i} * kNode);
         if (auto e = check_node(i, rec, regions, exec, plan.nodes[i]))
             return e;
     }
@@ -432,8 +432,8 @@ PacketResult run_graph_node(const GraphNode& node, PortMemory& mem, DmaScratch& 
 
 // --- chiplet helpers ------------------------------------------------------------------
 
-ChipletHelpers::ChipletHelpers(Mmu& mmu, std::span<ChipletEngine> chiplets,
-                               RingCounters& counters, const RingHost& clock)
+ChipletHelpers::ChipletHelpers(Mmu& mmu, std::span<ChipletEngine> chiplets, RingCounters& counters,
+                               const RingHost& clock)
     : mmu_(mmu), chiplets_(chiplets), counters_(counters), clock_(clock) {
     for (std::size_t c = 0; c < chiplets.size(); c++)
         helpers_.push_back(std::make_unique<Helper>());

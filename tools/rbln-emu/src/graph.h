@@ -14,8 +14,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>

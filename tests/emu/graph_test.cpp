@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "control.h"
+#include "control_reply.h"
 #include "fp.h"
 #include "graph_builder.h"
 #include "ring_fixture.h"
@@ -392,6 +394,28 @@ TEST_P(GraphFan, IndependentNodesRunOnSeveralChipletsAndTheCountersSayWhere) {
     EXPECT_EQ(after.graph_nodes.at(ring) - before.graph_nodes.at(ring), 6U);
 }
 
+TEST_P(GraphFan, StatusReportsTheGraphsAndWhereTheirNodesRan) {
+    random_fill(kX, dt(), n(), 10);
+    const GraphBuilder g = graph();
+    ControlInterface ctl{t.h.card};
+    auto s = parse_ok_reply(ctl.execute("status"));
+    EXPECT_EQ(s["graph_execs"], "0");
+    EXPECT_EQ(s["graph_rejected"], "0");
+    EXPECT_EQ(s["graph_nodes"], "0,0,0,0");
+    ASSERT_EQ(run_graph(g.object(kKey), g.bindings({va(kX), va(kY), va(kY2)}), packet(g), 3).status,
+              RBLN_FW_JOB_OK);
+    rbln_fw_pkt_graph_exec bad = packet(g);
+    bad.boundary_count = 2;
+    EXPECT_EQ(run_graph(g.object(kKey), g.bindings({va(kX), va(kY), va(kY2)}), bad).status,
+              RBLN_FW_JOB_BAD_PACKET);
+    s = parse_ok_reply(ctl.execute("status"));
+    EXPECT_EQ(s["graph_execs"], "1");
+    EXPECT_EQ(s["graph_rejected"], "1");
+    // Ring 3's chiplet ran the first node of every level (6), chiplets 0
+    // and 1 the second and third of the levels that have them.
+    EXPECT_EQ(s["graph_nodes"], "2,1,0,6");
+}
+
 TEST_P(GraphFan, SerialRunsEveryNodeOnTheRingsChiplet) {
     random_fill(kX, dt(), n(), 9);
     const GraphBuilder g = graph();
@@ -497,14 +521,14 @@ TEST_P(GraphRefusal, IsBadPacketWithItsDetailRunsNothingAndTheCardRunsTheNextGra
 
 std::vector<Refusal> refusals() {
     using S = Submission;
-    auto node_change = [](std::uint32_t i, std::function<void(rbln_fw_graph_node&)> f) {
+    auto node_change = [](std::uint32_t i, const std::function<void(rbln_fw_graph_node&)>& f) {
         return [i, f](S& s) {
             rbln_fw_graph_node n = s.node(i);
             f(n);
             s.set_node(i, n);
         };
     };
-    auto image_change = [](std::function<void(rbln_fw_graph_image&)> f) {
+    auto image_change = [](const std::function<void(rbln_fw_graph_image&)>& f) {
         return [f](S& s) {
             rbln_fw_graph_image h = s.image();
             f(h);

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "control.h"
@@ -772,6 +773,62 @@ TEST_F(GraphCard, ADefinitionThatDoesNotTranslateIsAnMmuFault) {
     ASSERT_TRUE(cpl);
     EXPECT_EQ(cpl->status, RBLN_FW_JOB_MMU_FAULT);
     EXPECT_EQ(cpl->fault_va, 0x7000'0000'0000ULL);
+}
+
+// Two nodes that never end (strided copies of 2^62 one-byte rows over one
+// byte), one level: spread over two chiplets.
+GraphBuilder endless_graph() {
+    GraphBuilder g;
+    g.exec_bytes(64);
+    rbln_fw_pkt_copy_strided s{};
+    s.width = 1;
+    s.height = 0x80000000U;
+    s.depth = 0x80000000U;
+    g.strided(s, exec_at(0), exec_at(8));
+    g.strided(s, exec_at(16), exec_at(24));
+    return g;
+}
+
+TEST_F(GraphCard, RingStopEndsAGraphWhoseNodesRunOnOtherChipletsAndTheyRunAgainAfter) {
+    const GraphBuilder g = endless_graph();
+    std::memcpy(t.host(kDef), g.object(kKey).data(), g.object(kKey).size());
+    CmdBuf cb;
+    cb.add(RBLN_FW_PKT_GRAPH_EXEC, graph_exec(va(kDef), va(kTable), 0, kExecVa, 64));
+    const std::uint64_t seqno = t.submit(0, cb);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(t.h.pop_job_cpl(0).has_value()) << "an endless graph completed";
+    expect_stop_aborts(t.h, 0, seqno);
+    // The helper of chiplet 1 let go of its node: the next graph runs there.
+    ASSERT_EQ(t.h.setup_ring(0, 16), RBLN_FW_ST_OK);
+    const std::uint64_t before = t.h.card.stats().graph_nodes.at(1);
+    {
+        GraphBuilder two;
+        two.exec_bytes(64);
+        two.fill(8, 1, 1, exec_at(0));
+        two.fill(8, 2, 1, exec_at(8));
+        std::memcpy(t.host(kDef), two.object(kKey).data(), two.object(kKey).size());
+        CmdBuf ok;
+        ok.add(RBLN_FW_PKT_GRAPH_EXEC, graph_exec(va(kDef), va(kTable), 0, kExecVa, 64));
+        EXPECT_EQ(t.status(0, ok), RBLN_FW_JOB_OK);
+    }
+    EXPECT_EQ(t.h.card.stats().graph_nodes.at(1), before + 1);
+}
+
+TEST_F(GraphCard, VmAbortCancelsAGraphWhoseNodesRunOnOtherChiplets) {
+    const GraphBuilder g = endless_graph();
+    std::memcpy(t.host(kDef), g.object(kKey).data(), g.object(kKey).size());
+    CmdBuf cb;
+    cb.add(RBLN_FW_PKT_GRAPH_EXEC, graph_exec(va(kDef), va(kTable), 0, kExecVa, 64));
+    (void)t.submit(2, cb);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rbln_fw_admin_req req = FakeHost::request(RBLN_FW_OP_VM_ABORT);
+    req.args[0] = TestCard::kAsid;
+    ASSERT_EQ(t.h.admin(req), RBLN_FW_ST_OK);
+    const auto cpl = t.h.wait_job_cpl(2);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    EXPECT_EQ(cpl->detail, RBLN_FW_GRAPH_E_IN_NODE);
+    EXPECT_EQ(cpl->detail_arg, 0U);
 }
 
 TEST(GraphCardMinor3, GraphExecIsBadPacketOnAFirmwareWithoutIt) {

@@ -77,12 +77,7 @@ const char* check_tensor(const rbln_fw_graph_tensor& t) {
     return nullptr;
 }
 
-// A region a relocation may point into.
-struct Region {
-    std::uint64_t base = 0;
-    std::uint64_t bytes = 0;
-    bool writable = true;
-};
+using Region = GraphRegion;
 
 // What a node's operand slots are: used, written.
 struct Slots {
@@ -365,7 +360,8 @@ std::optional<GraphError> check_graph(const rbln_fw_pkt_graph_exec& p, const rbl
     // Boundaries: signatures well formed, bound as they are.
     if (bindings.size() != std::size_t{p.boundary_count} * kBinding)
         return err(RBLN_FW_GRAPH_E_BINDING, 0, "boundary table copy of the wrong size");
-    std::vector<Region> regions(h.boundary_count);
+    std::vector<Region>& regions = plan.regions;
+    regions.resize(h.boundary_count);
     for (std::uint32_t b = 0; b < h.boundary_count; b++) {
         const auto sig = load<rbln_fw_graph_tensor>(image, h.off[RBLN_FW_GRAPH_SEC_BOUNDARIES] +
                                                                std::size_t{b} * kTensor);
@@ -394,9 +390,9 @@ std::optional<GraphError> check_graph(const rbln_fw_pkt_graph_exec& p, const rbl
     for (std::uint32_t l = 0; l < levels; l++)
         plan.level_begin[l + 1] += plan.level_begin[l];
     plan.order.resize(n);
-    std::vector<std::uint32_t> fill(plan.level_begin.begin(), plan.level_begin.end() - 1);
+    plan.next.assign(plan.level_begin.begin(), plan.level_begin.end() - 1);
     for (std::uint32_t i = 0; i < n; i++)
-        plan.order[fill[plan.level[i]]++] = static_cast<std::uint16_t>(i);
+        plan.order[plan.next[plan.level[i]]++] = static_cast<std::uint16_t>(i);
     return std::nullopt;
 }
 

@@ -47,6 +47,14 @@ struct GraphNode {
     std::uint64_t bytes = 0; // what its operands reach (the cost of a hand-off is worth it)
 };
 
+// A region relocations point into: a bound boundary tensor or the
+// execution storage.
+struct GraphRegion {
+    std::uint64_t base = 0;
+    std::uint64_t bytes = 0;
+    bool writable = true;
+};
+
 struct GraphPlan {
     std::vector<GraphNode> nodes;
     // Nodes grouped by level (a node's level is one more than its highest
@@ -54,7 +62,10 @@ struct GraphPlan {
     // level L is order[level_begin[L] .. level_begin[L + 1]).
     std::vector<std::uint16_t> order;
     std::vector<std::uint32_t> level_begin;
-    std::vector<std::uint32_t> level; // scratch: each node's level
+    // Scratch of the validator, kept so that steady replays do not allocate.
+    std::vector<std::uint32_t> level; // each node's level
+    std::vector<std::uint32_t> next;  // counting sort: next slot of each level
+    std::vector<GraphRegion> regions; // each boundary's
 };
 
 // The packet's own fields (no memory read yet).

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * rbln firmware interface: command rings, jobs, completions and command
- * packets (firmware-iface 1.2; VM_ABORT and CANCELLED since 1.3).
+ * packets (firmware-iface 1.2; VM_ABORT and CANCELLED since 1.3;
+ * GRAPH_EXEC and the completion's detail since 1.4).
  *
  * Every chiplet has one command ring in host memory.  The host puts job
  * descriptors on it; a job names an address space (ASID) and a command
@@ -84,7 +85,9 @@ struct rbln_fw_job_cpl {
 	__u64 fault_va;		/* MMU_FAULT: first faulting VA */
 	__u32 fault_reason;	/* MMU_FAULT: RBLN_FW_MMU_* */
 	__u32 fault_access;	/* MMU_FAULT: RBLN_FW_ACCESS_* */
-	__u64 reserved[2];
+	__u32 detail;		/* GRAPH_EXEC: RBLN_FW_GRAPH_E_* (1.4), else 0 */
+	__u32 detail_arg;	/* GRAPH_EXEC: node, section or boundary */
+	__u64 reserved;
 };
 
 /*
@@ -106,7 +109,8 @@ struct rbln_fw_job_cpl {
 #define RBLN_FW_PKT_WAIT	0x05
 #define RBLN_FW_PKT_TIMESTAMP	0x06
 #define RBLN_FW_PKT_LAUNCH	0x07
-/* 0x40..0x4f: graph execution (reserved). */
+/* 0x40..0x4f: graph execution. */
+#define RBLN_FW_PKT_GRAPH_EXEC	0x40	/* 1.4, rbln_fw_graph.h */
 /* 0x80..0xff: privileged, kernel jobs (asid 0) only. */
 #define RBLN_FW_PKT_TLB_INVALIDATE 0x80
 #define RBLN_FW_PKT_WRITE64	0x81	/* store a value at a DMA address */
@@ -229,6 +233,29 @@ struct rbln_fw_pkt_launch {
 	__s64 stride_a[RBLN_FW_MAX_DIMS];
 	__s64 stride_b[RBLN_FW_MAX_DIMS];
 	__s64 stride_out[RBLN_FW_MAX_DIMS];
+};
+
+/* rbln_fw_pkt_graph_exec.flags */
+#define RBLN_FW_GRAPH_EXEC_SERIAL	(1u << 0)	/* every node on this ring's chiplet */
+#define RBLN_FW_GRAPH_EXEC_CHECK_ONLY	(1u << 1)	/* validate, run no node */
+
+/*
+ * Runs a graph Definition (rbln_fw_graph.h, firmware-iface 1.4): the
+ * Definition object at `definition` (16-byte aligned), the boundary
+ * tensors bound by the table at `boundaries` (8-byte aligned,
+ * boundary_count struct rbln_fw_graph_binding), the intermediates in
+ * exec_bytes of execution storage at `exec` (0 and 0 when the image
+ * needs none).  Validated before any node runs; see rbln_fw_graph.md.
+ */
+struct rbln_fw_pkt_graph_exec {
+	__u32 hdr;
+	__u32 boundary_count;
+	__u64 definition;
+	__u64 boundaries;
+	__u64 exec;
+	__u64 exec_bytes;
+	__u32 flags;		/* RBLN_FW_GRAPH_EXEC_* */
+	__u32 reserved;
 };
 
 /* Privileged: drop cached translations of [va, va + size) of asid. */

@@ -16,7 +16,7 @@
 
 #define RBLN_FW_MAGIC		0x4e4c4252u	/* "RBLN" read as bytes */
 #define RBLN_FW_IFACE_MAJOR	1
-#define RBLN_FW_IFACE_MINOR	3	/* 1.2: command rings; 1.3: VM_ABORT */
+#define RBLN_FW_IFACE_MINOR	4	/* 1.2: command rings; 1.3: VM_ABORT; 1.4: GRAPH_EXEC */
 
 /* Size of the control region at the start of the BAR; HBM follows it. */
 #define RBLN_FW_CTRL_REGION_SIZE	0x200000u	/* 2 MiB */

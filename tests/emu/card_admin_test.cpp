@@ -53,7 +53,7 @@ TEST_F(AdminRing, IdentifyWritesThePayloadAndItsLength) {
     EXPECT_EQ(idf.family, RBLN_FW_FAMILY_REBEL100);
     EXPECT_EQ(idf.chiplet_count, 4U);
     EXPECT_EQ(idf.iface_major, 1);
-    EXPECT_EQ(idf.iface_minor, 3); // 1.2: command rings; 1.3: VM_ABORT
+    EXPECT_EQ(idf.iface_minor, 4); // 1.2: command rings; 1.3: VM_ABORT; 1.4: GRAPH_EXEC
     EXPECT_STREQ(idf.serial, "RBLNTEST-0001");
     EXPECT_STREQ(idf.fw_version, "rbln-emu 0.1.0");
     EXPECT_EQ(std::memcmp(idf.uuid, h.ctrl().uuid, 16), 0);

@@ -35,7 +35,7 @@ TEST(ControlBlock, IdentityIsPublishedBeforeTheHostLooks) {
     const rbln_fw_ctrl& c = h.ctrl();
     EXPECT_EQ(c.magic, RBLN_FW_MAGIC);
     EXPECT_EQ(c.iface_major, 1);
-    EXPECT_EQ(c.iface_minor, 3);
+    EXPECT_EQ(c.iface_minor, 4);
     EXPECT_EQ(c.ctrl_size, sizeof(rbln_fw_ctrl));
     EXPECT_EQ(c.family, RBLN_FW_FAMILY_REBEL100);
     EXPECT_EQ(c.chiplet_count, 4U);

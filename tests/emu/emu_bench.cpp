@@ -5,7 +5,9 @@
 //    plain memcpy, 4 KiB .. 256 MiB, one span and 4 KiB scattered spans;
 //  - COPY and FILL through a command ring (card time of the job, and the
 //    wall time of a batch from the doorbell to the last completion);
-//  - MATMUL 256x256x256 and elementwise ADD, AVX2 and generic code.
+//  - MATMUL 256x256x256 and elementwise ADD, AVX2 and generic code;
+//  - a 277-node graph: validation, one GRAPH_EXEC against its packets as
+//    one job and as 277 jobs.
 //
 // Figures are printed (GB/s = 10^9 bytes moved per second, GFLOP/s =
 // 2*M*N*K / s).  RBLN_EMU_BENCH_QUICK=1 (ctest) runs small sizes only: the
@@ -18,9 +20,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "dma.h"
+#include "graph.h"
+#include "graph_builder.h"
 #include "kernels.h"
 #include "ring_fixture.h"
 
@@ -234,4 +241,122 @@ TEST(Bench, MatmulThroughACommandRingInHbm) {
     }
     std::printf("\nLAUNCH MATMUL 256^3 fp32 in HBM: %.1f GFLOP/s (best card time %.3f ms)\n",
                 2.0 * 256 * 256 * 256 / static_cast<double>(best), best / 1e6);
+}
+
+// A step of the published decoder layer's size (277 nodes) as one
+// GRAPH_EXEC against the same packets as 277 jobs and as one job of 277
+// packets: wall time from the doorbell to the completion, and the card's
+// validation of the Definition alone (host CPU, median).
+TEST(Bench, GraphOfADecoderLayerAgainstItsPacketsAsJobs) {
+    constexpr unsigned kNodes = 277;
+    constexpr std::uint64_t kDim = 64;
+    constexpr std::uint64_t kBytes = kDim * kDim * 4;
+    Options opt = test_options();
+    TestCard t(opt, 16ULL << 20, 16ULL << 20, 512);
+    t.h.real_clock = true;
+    GraphBuilder g;
+    g.boundary(dense(RBLN_FW_DT_FP32, {kDim, kDim}, RBLN_FW_GRAPH_IN, 4));
+    g.boundary(dense(RBLN_FW_DT_FP32, {kDim, kDim}, RBLN_FW_GRAPH_OUT, 4));
+    g.exec_bytes(8 * kBytes);
+    auto slot = [&](unsigned i) { return exec_at((i % 8) * kBytes); };
+    g.copy(kBytes, bnd(0), slot(0));
+    const std::uint32_t kernels[] = {RBLN_FW_KERNEL_ADD, RBLN_FW_KERNEL_RELU, RBLN_FW_KERNEL_MUL,
+                                     RBLN_FW_KERNEL_SCALE};
+    for (unsigned i = 1; i + 1 < kNodes; i++) {
+        rbln_fw_pkt_launch l{};
+        l.kernel = kernels[i % 4];
+        l.dtype_in = l.dtype_out = RBLN_FW_DT_FP32;
+        l.ndim = 1;
+        l.shape[0] = kDim * kDim;
+        l.stride_a[0] = l.stride_out[0] = 1;
+        const bool two = l.kernel == RBLN_FW_KERNEL_ADD || l.kernel == RBLN_FW_KERNEL_MUL;
+        l.stride_b[0] = two ? 1 : 0;
+        l.scale = l.kernel == RBLN_FW_KERNEL_SCALE ? 0x3f000000U : 0U;
+        // b: two nodes back (fan-in), the output replaces i - 2's slot
+        // only after both of its readers ran (they are producers).
+        const auto p1 = static_cast<std::uint16_t>(i - 1);
+        if (two && i >= 2)
+            g.launch(l, slot(i - 1), slot(i - 2), slot(i), {p1, static_cast<std::uint16_t>(i - 2)});
+        else
+            g.launch(l, slot(i - 1), two ? slot(i - 1) : none(), slot(i), {p1});
+    }
+    g.copy(kBytes, slot(kNodes - 2), bnd(1), {static_cast<std::uint16_t>(kNodes - 2)});
+    const std::vector<std::byte> obj = g.object(42);
+    const auto table = g.bindings({TestCard::kVaHost, TestCard::kVaHost + kBytes});
+    const std::uint64_t def = 0x100000;
+    const std::uint64_t tab = 0x1c0000;
+    std::memcpy(t.host(def), obj.data(), obj.size());
+    std::memcpy(t.host(tab), table.data(), table.size() * sizeof(table[0]));
+    const rbln_fw_pkt_graph_exec p = graph_exec(TestCard::kVaHost + def, TestCard::kVaHost + tab, 2,
+                                                TestCard::hbm_va(0), 8 * kBytes);
+
+    // The validator alone.
+    rbln_fw_graph_obj o{};
+    std::memcpy(&o, obj.data(), sizeof(o));
+    const std::span<const std::byte> image(obj.data() + sizeof(o), obj.size() - sizeof(o));
+    const std::span<const std::byte> tb(reinterpret_cast<const std::byte*>(table.data()),
+                                        table.size() * sizeof(table[0]));
+    GraphPlan plan;
+    std::vector<double> us;
+    for (int r = 0; r < (quick() ? 20 : 400); r++) {
+        const auto t0 = Clock::now();
+        ASSERT_FALSE(check_graph(p, o, image, tb, plan).has_value());
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+
+    // The same packets, addresses resolved by the plan.
+    CmdBuf all;
+    std::vector<CmdBuf> each(kNodes);
+    for (unsigned i = 0; i < kNodes; i++) {
+        std::visit(
+            [&](const auto& pk) {
+                using P = std::decay_t<decltype(pk)>;
+                std::uint8_t op = RBLN_FW_PKT_LAUNCH;
+                if constexpr (std::is_same_v<P, rbln_fw_pkt_copy>)
+                    op = RBLN_FW_PKT_COPY;
+                else if constexpr (std::is_same_v<P, rbln_fw_pkt_copy_strided>)
+                    op = RBLN_FW_PKT_COPY_STRIDED;
+                else if constexpr (std::is_same_v<P, rbln_fw_pkt_fill>)
+                    op = RBLN_FW_PKT_FILL;
+                all.add(op, pk);
+                each[i].add(op, pk);
+            },
+            plan.nodes[i].pkt);
+    }
+    CmdBuf graph;
+    graph.add(RBLN_FW_PKT_GRAPH_EXEC, p);
+    auto median_wall = [&](auto&& run) {
+        std::vector<double> ms;
+        for (int r = 0; r < (quick() ? 3 : 15); r++) {
+            const auto t0 = Clock::now();
+            run();
+            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        return ms[ms.size() / 2];
+    };
+    const double g_ms = median_wall([&] { ASSERT_EQ(t.status(0, graph), RBLN_FW_JOB_OK); });
+    const std::vector<std::byte> y(t.host(kBytes), t.host(kBytes) + kBytes);
+    const double one_ms = median_wall([&] { ASSERT_EQ(t.status(0, all), RBLN_FW_JOB_OK); });
+    EXPECT_EQ(std::memcmp(t.host(kBytes), y.data(), kBytes), 0);
+    const double jobs_ms = median_wall([&] {
+        // Each job's buffer at its own 256 bytes: all are queued at once.
+        for (unsigned i = 0; i < kNodes; i++) {
+            const std::uint64_t off = std::uint64_t{i} * 256;
+            each[i].put(t.h.memory(), TestCard::kCmd + off);
+            (void)t.h.push_job(0, FakeHost::job(TestCard::kAsid, TestCard::kVaCmd + off,
+                                                each[i].size(), RBLN_FW_JOB_IRQ));
+        }
+        t.h.ring_doorbell();
+        for (unsigned i = 0; i < kNodes; i++) {
+            const auto cpl = t.h.wait_job_cpl(0);
+            ASSERT_TRUE(cpl.has_value());
+            ASSERT_EQ(cpl->status, RBLN_FW_JOB_OK);
+        }
+    });
+    std::printf("\n%u nodes, image %zu bytes: validation %.1f us (median; min %.1f), "
+                "GRAPH_EXEC job %.3f ms, one job of %u packets %.3f ms, %u jobs %.3f ms\n",
+                kNodes, image.size(), us[us.size() / 2], us.front(), g_ms, kNodes, one_ms, kNodes,
+                jobs_ms);
 }

@@ -112,7 +112,7 @@ TEST(Options, BadValuesAreRejectedNamingTheOption) {
         {{"--vectors", "65"}, "--vectors"},
         {{"--vectors", "four"}, "--vectors"},
         {{"--iface-minor", "1"}, "--iface-minor"},
-        {{"--iface-minor", "4"}, "--iface-minor"},
+        {{"--iface-minor", "5"}, "--iface-minor"},
         {{"--iface-minor", "two"}, "--iface-minor"},
         {{"--guest-ram-size", "1000"}, "--guest-ram-size"},
         {{"--guest-lowmem", "5G"}, "--guest-lowmem"},

@@ -239,6 +239,15 @@ void write_seeds(const std::filesystem::path& dir) {
                     .copy(hbm(1), kVaHost + 4096, 512)
                     .signal(kVaHost + 8, 1));
     put("privileged", CmdBuf().tlb_invalidate(kAsid, 0, 0).write64(kHost, 1));
+    // A graph whose Definition is whatever the host data holds (refused
+    // unless the fuzzer writes one there first with COPY/FILL packets).
+    rbln_fw_pkt_graph_exec graph{};
+    graph.definition = kVaHost;
+    graph.boundaries = kVaHost + 4096;
+    graph.exec = hbm(0);
+    graph.exec_bytes = 4096;
+    put("graph_exec",
+        CmdBuf().fill(kVaHost, 64, 0x4458454850415247ULL, 8).add(RBLN_FW_PKT_GRAPH_EXEC, graph));
 
     // Inputs this fuzzer failed on once, kept as seeds so every run checks
     // them first.  22571 x 24768 rows of 0 bytes: 47 s of translating

@@ -10,8 +10,8 @@
 # in build/fuzz/artifacts/ and its libFuzzer log printed.  See
 # tests/fuzz/README.md.
 #
-#   fuzz.sh [TARGET...]      emu_cmd, emu_admin, emu_control, umd_parse
-#                            (default: all four)
+#   fuzz.sh [TARGET...]      emu_cmd, emu_admin, emu_control, emu_graph,
+#                            umd_parse (default: all five)
 #   fuzz.sh --configure-only configure build/fuzz (for clang-tidy), no build
 #   fuzz.sh --build-only     configure and build, run nothing (the VM tier
 #                            runs rbln_uapi_fuzz inside the VM)
@@ -38,7 +38,7 @@ configure
 [ "${1:-}" = --configure-only ] && exit 0
 
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(emu_cmd emu_admin emu_control umd_parse)
+[ "${#targets[@]}" -gt 0 ] || targets=(emu_cmd emu_admin emu_control emu_graph umd_parse)
 secs=${FUZZ_SECONDS:-30}
 
 cmake --build "$b" -j"$(nproc)" > "$b/build.log" 2>&1 ||

@@ -132,6 +132,9 @@ Card::Card(CardIdentity identity, std::span<std::byte> bar, GuestMemory& ram, Ir
     ctrl_ = reinterpret_cast<rbln_fw_ctrl*>(bar.data());
     start_ns_ = now_ns();
     init_control_block();
+    helpers_ = std::make_unique<ChipletHelpers>(
+        mmu_, std::span<ChipletEngine>(engines_.data(), id_.layout.chiplets), ring_counters_,
+        static_cast<const RingHost&>(*this));
 }
 
 Card::~Card() {
@@ -172,6 +175,10 @@ CardStats Card::stats() const {
         s.corrupt_cpl_armed |= e.corrupt_cpl.load() ? 1U << i : 0U;
         s.lost_irq_armed |= e.lost_irq.load() ? 1U << i : 0U;
     }
+    s.graph_execs = r.graph_execs.load();
+    s.graph_rejected = r.graph_rejected.load();
+    for (unsigned i = 0; i < id_.layout.chiplets; i++)
+        s.graph_nodes.at(i) = engines_.at(i).graph_nodes.load();
     s.boot_faults_armed = boot_faults_;
     s.reset_faults_armed = reset_faults_;
     const MmuStats m = mmu_.stats();

@@ -113,6 +113,10 @@ struct CardStats {
     std::uint32_t lost_irq_armed = 0;        // chiplet bit mask
     std::uint32_t boot_faults_armed = 0;     // handshakes that will end in FAULT
     std::uint32_t reset_faults_armed = 0;    // resets the firmware will crash after
+    // GRAPH_EXEC (rbln_fw_graph.md).
+    std::uint64_t graph_execs = 0;                                 // passed the checks
+    std::uint64_t graph_rejected = 0;                              // refused by them
+    std::array<std::uint64_t, RBLN_FW_MAX_CHIPLETS> graph_nodes{}; // nodes each chiplet ran
 };
 
 class Card : private RingHost {
@@ -196,6 +200,11 @@ public:
         irq_holdoff_ns_.store(holdoff.count(), std::memory_order_relaxed);
     }
     static constexpr std::chrono::microseconds kDefaultIrqHoldoff{200};
+    // GRAPH_EXEC spreads a dependency level's nodes over the chiplets once
+    // their operands reach this many bytes together (below, the hand-off
+    // costs more than it saves); 0 spreads every level of two nodes or more.
+    void set_graph_spread_bytes(std::uint64_t bytes) { graph_spread_bytes_.store(bytes); }
+    static constexpr std::uint64_t kDefaultGraphSpreadBytes = 256 * 1024;
 
     static const char* state_name(std::uint32_t state);
 
@@ -306,6 +315,9 @@ private:
     RingCounters ring_counters_;
     std::atomic<std::int64_t> irq_holdoff_ns_{std::chrono::nanoseconds(kDefaultIrqHoldoff).count()};
     std::array<ChipletEngine, RBLN_FW_MAX_CHIPLETS> engines_;
+    std::atomic<std::uint64_t> graph_spread_bytes_{kDefaultGraphSpreadBytes};
+    // Outlives the processors that hand it nodes (declared before them).
+    std::unique_ptr<ChipletHelpers> helpers_;
     std::array<std::unique_ptr<CommandProcessor>, RBLN_FW_MAX_CHIPLETS> procs_;
 };
 

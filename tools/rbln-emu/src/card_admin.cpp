@@ -416,9 +416,17 @@ Card::Outcome Card::ring_setup(const rbln_fw_admin_req& req) {
         return failed(RBLN_FW_ST_BAD_ARG, "job ring, completion ring and ring control overlap");
     // A ring that is set up is replaced: RING_STOP first.
     stop_ring(cfg.index, CommandProcessor::StopMode::abort_jobs);
-    const RingDeps deps{
-        *this,           ram_,           mmu_, log_, engines_.at(cfg.index), ring_counters_, hub_,
-        irq_holdoff_ns_, id_.iface_minor};
+    const RingDeps deps{*this,
+                        ram_,
+                        mmu_,
+                        log_,
+                        engines_.at(cfg.index),
+                        ring_counters_,
+                        hub_,
+                        irq_holdoff_ns_,
+                        id_.iface_minor,
+                        id_.layout.chiplets > 1 ? helpers_.get() : nullptr,
+                        &graph_spread_bytes_};
     procs_.at(cfg.index) = std::make_unique<CommandProcessor>(deps, cfg);
     log_.info("ring %u set up: %u entries, jobs 0x%" PRIx64 " completions 0x%" PRIx64
               " control 0x%" PRIx64,

@@ -8,7 +8,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "dma.h"
+#include "data_packets.h"
 #include "kernels.h"
 #include "rbln_fw_admin.h"
 
@@ -28,6 +28,9 @@ static_assert(sizeof(rbln_fw_pkt_timestamp) == 16);
 static_assert(sizeof(rbln_fw_pkt_launch) == 176);
 static_assert(sizeof(rbln_fw_pkt_tlb_invalidate) == 24);
 static_assert(sizeof(rbln_fw_pkt_write64) == 24);
+static_assert(sizeof(rbln_fw_pkt_graph_exec) == 48);
+static_assert(offsetof(rbln_fw_job_cpl, detail) == 48);
+static_assert(offsetof(rbln_fw_job_cpl, detail_arg) == 52);
 
 namespace {
 
@@ -99,51 +102,6 @@ std::uint64_t SignalHub::generation() {
     const std::lock_guard<std::mutex> lk(mu_);
     return gen_;
 }
-
-// --- the job's memory --------------------------------------------------------------
-
-// Translations of the running job (its ASID, or DMA addresses for a kernel
-// job) while a packet holds the MMU.
-class CommandProcessor::Memory : public JobMemory {
-public:
-    Memory(Mmu::Port& port, std::uint32_t asid) : port_(port), asid_(asid) {}
-
-    std::optional<MmuFault> translate(std::uint64_t va, std::uint64_t len, Access access,
-                                      std::vector<HostSpan>& spans) override {
-        if (asid_ == 0)
-            return hold_->translate_dma_into(va, len, access, spans);
-        return hold_->translate_into(asid_, va, len, access, spans);
-    }
-
-    bool yield() override {
-        if (!hold_ || !hold_->change_waiting())
-            return false;
-        hold_.reset(); // the waiting change goes first: it blocks new holds
-        hold_.emplace(port_);
-        return true;
-    }
-
-    // One packet's hold of the MMU.
-    class Scope {
-    public:
-        explicit Scope(Memory& m) : m_(m) { m_.hold_.emplace(m_.port_); }
-        ~Scope() { m_.hold_.reset(); }
-        Scope(const Scope&) = delete;
-        Scope& operator=(const Scope&) = delete;
-        Scope(Scope&&) = delete;
-        Scope& operator=(Scope&&) = delete;
-
-    private:
-        Memory& m_;
-    };
-
-    [[nodiscard]] std::uint32_t asid() const { return asid_; }
-
-private:
-    Mmu::Port& port_;
-    std::uint32_t asid_;
-    std::optional<Mmu::Hold> hold_;
-};
 
 // --- life ---------------------------------------------------------------------------
 
@@ -439,6 +397,13 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         deps_.log.info("ring %u: DMA error (injected)", cfg_.index);
         return true;
     };
+    // COPY, COPY_STRIDED, FILL: the bytes they moved count; a stop or
+    // VM_ABORT ends them as interrupted().
+    std::uint64_t moved = 0;
+    auto data_result = [&](PacketResult r) {
+        deps_.counters.dma_bytes += moved;
+        return r.cancelled ? interrupted() : r;
+    };
     if (op != RBLN_FW_PKT_SIGNAL && flags != 0)
         return PacketResult::bad(kFlags);
 
@@ -454,81 +419,34 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         rbln_fw_pkt_copy p{};
         if (!fetch(p))
             return PacketResult::bad(kSize);
-        if (p.reserved != 0)
-            return PacketResult::bad(kReserved);
+        if (const char* why = check_copy(p))
+            return PacketResult::bad(why);
         if (dma_error())
             return failed(RBLN_FW_JOB_DMA_ERROR, "DMA error");
         const Memory::Scope hold(mem);
-        if (auto f = mem.translate(p.src, p.size, Access::read, spans_))
-            return PacketResult::mmu(*f);
-        if (auto f = mem.translate(p.dst, p.size, Access::write, spans2_))
-            return PacketResult::mmu(*f);
-        if (!dma::copy(spans2_, spans_, &cancel_))
-            return interrupted();
-        deps_.counters.dma_bytes += p.size;
-        return PacketResult::ok();
+        return data_result(run_copy(p, mem, dma_, cancel_, moved));
     }
     case RBLN_FW_PKT_COPY_STRIDED: {
         rbln_fw_pkt_copy_strided p{};
         if (!fetch(p))
             return PacketResult::bad(kSize);
-        if (p.reserved != 0)
-            return PacketResult::bad(kReserved);
-        if (p.height == 0 || p.depth == 0)
-            return PacketResult::bad("height or depth 0");
-        using Wide = unsigned __int128;
-        auto reach = [&](std::uint64_t base, std::uint64_t pitch, std::uint64_t slice) {
-            return Wide{base} + Wide{p.depth - 1U} * slice + Wide{p.height - 1U} * pitch + p.width;
-        };
-        if (reach(p.src, p.src_pitch, p.src_slice) > ~std::uint64_t{0} ||
-            reach(p.dst, p.dst_pitch, p.dst_slice) > ~std::uint64_t{0})
-            return PacketResult::bad("strided copy beyond the address space");
+        if (const char* why = check_copy_strided(p))
+            return PacketResult::bad(why);
         if (dma_error())
             return failed(RBLN_FW_JOB_DMA_ERROR, "DMA error");
-        if (p.width == 0)
-            return PacketResult::ok(); // rows of nothing: no access at all
         const Memory::Scope hold(mem);
-        // Every row translates before any moves; then row by row.  Up to
-        // 2^64 rows: both passes look at the stop every row, and let a
-        // waiting MMU change pass (each row translates anew anyway).
-        for (int pass = 0; pass < 2; pass++) {
-            for (std::uint32_t z = 0; z < p.depth; z++) {
-                for (std::uint32_t y = 0; y < p.height; y++) {
-                    if (cancel_.load(std::memory_order_acquire))
-                        return interrupted();
-                    (void)mem.yield();
-                    const std::uint64_t s = p.src + z * p.src_slice + y * p.src_pitch;
-                    const std::uint64_t t = p.dst + z * p.dst_slice + y * p.dst_pitch;
-                    if (auto f = mem.translate(s, p.width, Access::read, spans_))
-                        return PacketResult::mmu(*f);
-                    if (auto f = mem.translate(t, p.width, Access::write, spans2_))
-                        return PacketResult::mmu(*f);
-                    if (pass == 1 && !dma::copy(spans2_, spans_, &cancel_))
-                        return interrupted();
-                }
-            }
-        }
-        deps_.counters.dma_bytes += std::uint64_t{p.width} * p.height * p.depth;
-        return PacketResult::ok();
+        return data_result(run_copy_strided(p, mem, dma_, cancel_, moved));
     }
     case RBLN_FW_PKT_FILL: {
         rbln_fw_pkt_fill p{};
         if (!fetch(p))
             return PacketResult::bad(kSize);
-        if (p.pattern_bytes != 1 && p.pattern_bytes != 2 && p.pattern_bytes != 4 &&
-            p.pattern_bytes != 8)
-            return PacketResult::bad("pattern_bytes not 1, 2, 4 or 8");
-        if (p.size % p.pattern_bytes != 0)
-            return PacketResult::bad("size not a multiple of pattern_bytes");
+        if (const char* why = check_fill(p))
+            return PacketResult::bad(why);
         if (dma_error())
             return failed(RBLN_FW_JOB_DMA_ERROR, "DMA error");
         const Memory::Scope hold(mem);
-        if (auto f = mem.translate(p.dst, p.size, Access::write, spans_))
-            return PacketResult::mmu(*f);
-        if (!dma::fill(spans_, p.pattern, p.pattern_bytes, &cancel_))
-            return interrupted();
-        deps_.counters.dma_bytes += p.size;
-        return PacketResult::ok();
+        return data_result(run_fill(p, mem, dma_, cancel_, moved));
     }
     case RBLN_FW_PKT_SIGNAL: {
         rbln_fw_pkt_signal p{};
@@ -618,11 +536,146 @@ PacketResult CommandProcessor::packet(std::uint8_t op, std::uint8_t flags, std::
         deps_.hub.notify();
         return PacketResult::ok();
     }
+    case RBLN_FW_PKT_GRAPH_EXEC: {
+        if (deps_.iface_minor < 4)
+            return PacketResult::bad("graph execution packets are not supported");
+        rbln_fw_pkt_graph_exec p{};
+        if (!fetch(p))
+            return PacketResult::bad(kSize);
+        return graph_packet(p, mem);
+    }
     default:
         if (op >= 0x40 && op <= 0x4f)
             return PacketResult::bad("graph execution packets are not supported");
         return PacketResult::bad("unknown opcode");
     }
+}
+
+std::optional<MmuFault> CommandProcessor::read_job(Memory& mem, std::uint64_t va, std::size_t len,
+                                                   std::vector<std::byte>& dst) {
+    dst.resize(len);
+    if (auto f = mem.translate(va, len, Access::read, spans_))
+        return f;
+    std::size_t at = 0;
+    for (const HostSpan& s : spans_) {
+        std::memcpy(dst.data() + at, s.data(), s.size());
+        at += s.size();
+    }
+    return std::nullopt;
+}
+
+PacketResult CommandProcessor::graph_packet(const rbln_fw_pkt_graph_exec& p, Memory& mem) {
+    auto refuse = [this](const GraphError& e) {
+        deps_.counters.graph_rejected++;
+        PacketResult r = PacketResult::bad(e.why);
+        r.detail = e.code;
+        r.detail_arg = e.arg;
+        return r;
+    };
+    if (auto e = check_graph_packet(p))
+        return refuse(*e);
+    // Copies of what the packet points at: the object header, then (its
+    // size known and bounded) the image, and the boundary table.  Nothing
+    // an offset in them points at is read before check_graph.
+    rbln_fw_graph_obj obj{};
+    {
+        const Memory::Scope hold(mem);
+        if (auto f = read_job(mem, p.definition, sizeof(obj), graph_image_))
+            return PacketResult::mmu(*f);
+        std::memcpy(&obj, graph_image_.data(), sizeof(obj));
+        if (auto e = check_graph_object(obj))
+            return refuse(*e);
+        if (auto f = read_job(mem, p.definition + sizeof(obj), obj.definition_bytes, graph_image_))
+            return PacketResult::mmu(*f);
+        if (auto f = read_job(mem, p.boundaries,
+                              std::size_t{p.boundary_count} * sizeof(rbln_fw_graph_binding),
+                              graph_bindings_))
+            return PacketResult::mmu(*f);
+    }
+    if (auto e = check_graph(p, obj, graph_image_, graph_bindings_, plan_))
+        return refuse(*e);
+    deps_.counters.graph_execs++;
+    if ((p.flags & RBLN_FW_GRAPH_EXEC_CHECK_ONLY) != 0)
+        return PacketResult::ok();
+
+    const std::uint32_t asid = mem.asid();
+    auto in_node = [](PacketResult r, std::uint32_t node) {
+        r.detail = RBLN_FW_GRAPH_E_IN_NODE;
+        r.detail_arg = node;
+        return r;
+    };
+    auto ended = [&] {
+        return cancel_.load(std::memory_order_acquire) || (asid != 0 && deps_.mmu.aborted(asid));
+    };
+    // The chiplets a level may be spread over: this one first, then every
+    // other one that is not hung.
+    std::array<unsigned, RBLN_FW_MAX_CHIPLETS> chips{};
+    unsigned nchips = 1;
+    chips[0] = cfg_.index;
+    if (deps_.helpers != nullptr && (p.flags & RBLN_FW_GRAPH_EXEC_SERIAL) == 0) {
+        for (unsigned c = 0; c < deps_.helpers->chiplets(); c++) {
+            if (c != cfg_.index && !deps_.helpers->chiplet(c).hang.load())
+                chips.at(nchips++) = c;
+        }
+    }
+    const std::uint64_t spread_min =
+        deps_.graph_spread_bytes != nullptr ? deps_.graph_spread_bytes->load() : 0;
+    const GraphPlan& plan = plan_;
+    for (std::size_t l = 0; l + 1 < plan.level_begin.size(); l++) {
+        const std::uint32_t begin = plan.level_begin[l];
+        const std::uint32_t end = plan.level_begin[l + 1];
+        std::uint64_t bytes = 0;
+        for (std::uint32_t k = begin; k < end; k++)
+            bytes += plan.nodes[plan.order[k]].bytes;
+        const bool spread = nchips > 1 && end - begin > 1 && bytes >= spread_min;
+        if (!spread) {
+            for (std::uint32_t k = begin; k < end; k++) {
+                const std::uint16_t i = plan.order[k];
+                if (ended())
+                    return in_node(interrupted(), i);
+                PacketResult r = run_graph_node(plan.nodes[i], mem, dma_, cancel_, deps_.chiplet,
+                                                deps_.counters);
+                deps_.chiplet.graph_nodes++;
+                if (r.cancelled)
+                    r = interrupted();
+                if (r.status != RBLN_FW_JOB_OK || r.cancelled)
+                    return in_node(r, i);
+            }
+            continue;
+        }
+        if (ended())
+            return in_node(interrupted(), plan.order[begin]);
+        // Node k of the level runs on chips[k % nchips]: the others' on
+        // their helpers, this chiplet's here, then wait for all of them.
+        node_results_.assign(end - begin, PacketResult::ok());
+        std::ptrdiff_t handed = 0;
+        for (std::uint32_t k = begin; k < end; k++)
+            handed += chips.at((k - begin) % nchips) != cfg_.index ? 1 : 0;
+        std::latch done(handed);
+        for (std::uint32_t k = begin; k < end; k++) {
+            const unsigned c = chips.at((k - begin) % nchips);
+            if (c != cfg_.index)
+                deps_.helpers->post(c, {&plan.nodes[plan.order[k]], asid, &cancel_,
+                                        &node_results_[k - begin], &done});
+        }
+        for (std::uint32_t k = begin; k < end; k++) {
+            if (chips.at((k - begin) % nchips) != cfg_.index)
+                continue;
+            node_results_[k - begin] = run_graph_node(plan.nodes[plan.order[k]], mem, dma_, cancel_,
+                                                      deps_.chiplet, deps_.counters);
+            deps_.chiplet.graph_nodes++;
+        }
+        done.wait();
+        // The first failing node of the level, by index, is the job's.
+        for (std::uint32_t k = begin; k < end; k++) {
+            PacketResult r = node_results_[k - begin];
+            if (r.cancelled)
+                r = interrupted();
+            if (r.status != RBLN_FW_JOB_OK || r.cancelled)
+                return in_node(r, plan.order[k]);
+        }
+    }
+    return PacketResult::ok();
 }
 
 PacketResult CommandProcessor::wait_packet(const rbln_fw_pkt_wait& w, Memory& mem) {
@@ -692,6 +745,8 @@ bool CommandProcessor::complete(const Job& job, const Outcome& out) {
     cpl.packet_offset = out.packet_offset;
     cpl.start_ns = job.start_ns;
     cpl.end_ns = deps_.host.card_time_ns();
+    cpl.detail = out.result.detail;
+    cpl.detail_arg = out.result.detail_arg;
     if (out.result.fault) {
         cpl.fault_va = out.result.fault->va;
         cpl.fault_reason = out.result.fault->reason;

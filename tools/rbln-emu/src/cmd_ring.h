@@ -20,7 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "data_packets.h"
 #include "engine.h"
+#include "graph.h"
 #include "guest_memory.h"
 #include "log.h"
 #include "mmu.h"
@@ -45,6 +47,7 @@ struct ChipletEngine {
     std::atomic<bool> corrupt_cpl{false}; // the next completion is garbage, then a hang
     std::atomic<bool> lost_irq{false};    // the next job interrupt raised never arrives
     std::atomic<std::uint64_t> busy_ns{0};
+    std::atomic<std::uint64_t> graph_nodes{0}; // GRAPH_EXEC nodes this chiplet ran
 };
 
 // Card-wide counters of every ring.
@@ -64,6 +67,8 @@ struct RingCounters {
     std::atomic<std::uint64_t> dma_errors{0};     // injected DMA errors consumed
     std::atomic<std::uint64_t> corrupt_cpls{0};   // injected corruptions consumed
     std::atomic<std::uint64_t> lost_irqs{0};      // injected lost interrupts consumed
+    std::atomic<std::uint64_t> graph_execs{0};    // GRAPH_EXEC packets that passed the checks
+    std::atomic<std::uint64_t> graph_rejected{0}; // ... refused by them (BAD_PACKET + detail)
 };
 
 // Wakes waiters when memory a WAIT watches may have changed.
@@ -117,8 +122,14 @@ struct RingDeps {
     // records are still unread this long after the ring went idle is
     // raised anyway (see rbln_fw_cmd.md, "Interrupt moderation").
     const std::atomic<std::int64_t>& irq_holdoff_ns;
-    // The card's firmware-iface minor version (FAULT_ABORTS from 3 on).
+    // The card's firmware-iface minor version (FAULT_ABORTS from 3 on,
+    // GRAPH_EXEC from 4 on).
     std::uint16_t iface_minor = RBLN_FW_IFACE_MINOR;
+    // GRAPH_EXEC: every chiplet's helper (nullptr: every node runs on the
+    // ring's own chiplet), and the operand bytes a dependency level must
+    // reach before its nodes are spread over the chiplets.
+    ChipletHelpers* helpers = nullptr;
+    const std::atomic<std::uint64_t>* graph_spread_bytes = nullptr;
 };
 
 class CommandProcessor {
@@ -156,7 +167,7 @@ private:
         PacketResult result;
         std::uint32_t packet_offset = 0;
     };
-    class Memory;
+    using Memory = PortMemory;
 
     void run();
     // Waits until neither hung nor frozen; false when stopped.
@@ -176,6 +187,10 @@ private:
     PacketResult packet(std::uint8_t op, std::uint8_t flags, std::uint32_t offset,
                         std::uint32_t bytes, Memory& mem);
     PacketResult wait_packet(const rbln_fw_pkt_wait& w, Memory& mem);
+    PacketResult graph_packet(const rbln_fw_pkt_graph_exec& p, Memory& mem);
+    // Reads [va, va + len) of the job's memory into `dst` (resized).
+    std::optional<MmuFault> read_job(Memory& mem, std::uint64_t va, std::size_t len,
+                                     std::vector<std::byte>& dst);
     // false when stopped before the record could be written.
     bool complete(const Job& job, const Outcome& out);
     void write_record(const rbln_fw_job_cpl& cpl);
@@ -199,7 +214,13 @@ private:
     std::uint32_t reported_tail_ = 0; // a bad tail reported (0: none)
     std::vector<std::byte> cmd_;      // the running job's command buffer
     std::vector<HostSpan> spans_;
-    std::vector<HostSpan> spans2_;
+    DmaScratch dma_;
+    // GRAPH_EXEC: copies of the object's image and the boundary table, the
+    // plan, and each node's result when a level is spread.
+    std::vector<std::byte> graph_image_;
+    std::vector<std::byte> graph_bindings_;
+    GraphPlan plan_;
+    std::vector<PacketResult> node_results_;
 
     std::mutex mu_;
     std::condition_variable cv_;

@@ -141,6 +141,14 @@ std::string status_reply(const Card& card) {
     r += " boot_faults_armed=" + std::to_string(s.boot_faults_armed);
     r += " reset_faults_armed=" + std::to_string(s.reset_faults_armed);
     r += " jobs_cancelled=" + std::to_string(s.jobs_cancelled);
+    r += " graph_execs=" + std::to_string(s.graph_execs);
+    r += " graph_rejected=" + std::to_string(s.graph_rejected);
+    r += " graph_nodes=";
+    for (unsigned i = 0; i < id.layout.chiplets; i++) {
+        if (i != 0)
+            r += ',';
+        r += std::to_string(s.graph_nodes.at(i));
+    }
     return r;
 }
 

@@ -37,12 +37,58 @@ public:
     virtual bool yield() { return false; }
 };
 
+// The memory of a job of `asid` (host DMA addresses for a kernel job,
+// asid 0) through one engine's port: a Scope holds the MMU for one
+// packet's (or one graph node's) translations and data movement.
+class PortMemory final : public JobMemory {
+public:
+    PortMemory(Mmu::Port& port, std::uint32_t asid) : port_(port), asid_(asid) {}
+
+    std::optional<MmuFault> translate(std::uint64_t va, std::uint64_t len, Access access,
+                                      std::vector<HostSpan>& spans) override {
+        if (asid_ == 0)
+            return hold_->translate_dma_into(va, len, access, spans);
+        return hold_->translate_into(asid_, va, len, access, spans);
+    }
+
+    bool yield() override {
+        if (!hold_ || !hold_->change_waiting())
+            return false;
+        hold_.reset(); // the waiting change goes first: it blocks new holds
+        hold_.emplace(port_);
+        return true;
+    }
+
+    // One packet's hold of the MMU.
+    class Scope {
+    public:
+        explicit Scope(PortMemory& m) : m_(m) { m_.hold_.emplace(m_.port_); }
+        ~Scope() { m_.hold_.reset(); }
+        Scope(const Scope&) = delete;
+        Scope& operator=(const Scope&) = delete;
+        Scope(Scope&&) = delete;
+        Scope& operator=(Scope&&) = delete;
+
+    private:
+        PortMemory& m_;
+    };
+
+    [[nodiscard]] std::uint32_t asid() const { return asid_; }
+
+private:
+    Mmu::Port& port_;
+    std::uint32_t asid_;
+    std::optional<Mmu::Hold> hold_;
+};
+
 // How a packet ended.
 struct PacketResult {
     std::uint16_t status = RBLN_FW_JOB_OK; // RBLN_FW_JOB_*
     std::optional<MmuFault> fault;         // status MMU_FAULT
     const char* why = nullptr;             // for the log
     bool cancelled = false;                // the ring was stopped meanwhile
+    std::uint32_t detail = 0;              // GRAPH_EXEC: RBLN_FW_GRAPH_E_* (rbln_fw_job_cpl)
+    std::uint32_t detail_arg = 0;
 
     static PacketResult ok() { return {}; }
     static PacketResult bad(const char* why) { return {RBLN_FW_JOB_BAD_PACKET, {}, why, false}; }

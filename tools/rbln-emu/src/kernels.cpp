@@ -382,6 +382,23 @@ const char* check_launch(const rbln_fw_pkt_launch& p) {
     return nullptr;
 }
 
+LaunchReach launch_reach(const rbln_fw_pkt_launch& p) {
+    const LaunchLayout l = layout_of(p);
+    const std::size_t ei = simd::elem_size(p.dtype_in);
+    const std::size_t eo = simd::elem_size(p.dtype_out);
+    auto reach = [](const TensorDims& t, std::size_t es) {
+        const Extent e = extent_of(t.ndim, t.shape, t.stride, es);
+        return TensorReach{e.lo, e.hi};
+    };
+    LaunchReach r;
+    r.a = reach(l.a, ei);
+    r.uses_b = uses_b(p.kernel);
+    if (r.uses_b)
+        r.b = reach(l.b, ei);
+    r.out = reach(l.out, eo);
+    return r;
+}
+
 // --- computing --------------------------------------------------------------------
 
 bool run_elementwise(std::uint32_t kernel, std::uint32_t dtype_in, std::uint32_t dtype_out,

@@ -22,6 +22,21 @@ namespace rbln::emu {
 // range, unused fields not zero).  The header is checked by the caller.
 const char* check_launch(const rbln_fw_pkt_launch& p);
 
+// The bytes a tensor of a LAUNCH reaches relative to its address:
+// [lo, hi), lo <= 0 < hi (strides may be negative).
+struct TensorReach {
+    __int128 lo = 0;
+    __int128 hi = 0;
+};
+struct LaunchReach {
+    TensorReach a;
+    TensorReach b; // used by ADD, MUL and MATMUL only
+    TensorReach out;
+    bool uses_b = false;
+};
+// For a LAUNCH whose fields (addresses aside) check_launch accepts.
+LaunchReach launch_reach(const rbln_fw_pkt_launch& p);
+
 // Runs a checked LAUNCH: translates every tensor first (a fault moves no
 // byte), then computes.  Inputs that overlap the output in memory are read
 // completely before anything is written; the bytes between output

@@ -37,6 +37,7 @@
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
+#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -60,7 +61,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr unsigned kStreams = 4;
 constexpr std::size_t kMaxBufs = 14;    // live raw device blocks
-constexpr std::size_t kMaxTensors = 12; // live storages
+constexpr std::size_t kMaxTensors = 16; // live storages
 constexpr std::uint64_t kMinBuf = 256;
 constexpr std::uint64_t kMaxSmallBuf = 256 << 10; // most blocks (small pool)
 constexpr std::uint64_t kMaxLargeBuf = 2 << 20;   // 1 in 16 (large pool)
@@ -74,6 +75,7 @@ struct Options {
     std::uint64_t seed = 0;
     bool seed_given = false;
     bool tolerate_timeouts = false;
+    bool trace = false;
     double progress = 30.0;
 };
 
@@ -371,13 +373,25 @@ private:
         std::fflush(stderr);
     }
 
+    /// The weight of @op now: 0 if not allowed; frees weigh more as the
+    /// live objects near their caps, so kernels are rarely blocked.
+    unsigned weight(Op op) const {
+        if (!allowed(op))
+            return 0;
+        if (op == kTensorFree && tensors_.size() > kMaxTensors / 2)
+            return kWeights.at(op) * 3;
+        if (op == kFree && bufs_.size() > kMaxBufs / 2)
+            return kWeights.at(op) * 2;
+        return kWeights.at(op);
+    }
+
     Op pick(Rng& rng) const {
         unsigned total = 0;
         for (unsigned i = 0; i < kOpCount; i++)
-            total += allowed(static_cast<Op>(i)) ? kWeights.at(i) : 0;
+            total += weight(static_cast<Op>(i));
         unsigned x = static_cast<unsigned>(rng.below(total));
         for (unsigned i = 0; i < kOpCount; i++) {
-            const unsigned w = allowed(static_cast<Op>(i)) ? kWeights.at(i) : 0;
+            const unsigned w = weight(static_cast<Op>(i));
             if (x < w)
                 return static_cast<Op>(i);
             x -= w;
@@ -457,6 +471,18 @@ private:
         }
     }
 
+    /// With --trace: one line per device write, for replaying a failure.
+    __attribute__((format(printf, 2, 3))) void trace(const char* fmt, ...) const {
+        if (!o_.trace)
+            return;
+        std::fprintf(stderr, "trace: r%" PRIu64 " op%u: ", round_, op_);
+        va_list ap;
+        va_start(ap, fmt);
+        std::vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        std::fputc('\n', stderr);
+    }
+
     // ---- ordering between streams ------------------------------------------------------
 
     int random_stream(Rng& rng) { return static_cast<int>(rng.below(kStreams)); }
@@ -511,6 +537,8 @@ private:
                         std::to_string(b.mem->size()) + " bytes"};
         b.ref.resize(size);
         t_.allocs++;
+        trace("alloc block %u: %" PRIu64 " bytes on chiplet %u (va %" PRIx64 ")", b.id, size,
+              b.mem->chiplet(), b.mem->device_va());
         // Its contents are unknown until written whole: a fill or a copy.
         const int s = random_stream(rng);
         if (rng.chance(1, 2)) {
@@ -533,19 +561,21 @@ private:
         Buf& b = bufs_.at(i);
         if (b.unchecked)
             read_back_pinned(b, 0, b.ref.size(), random_stream(rng), rng);
+        trace("free block %u", b.id);
         bufs_.erase(bufs_.begin() + static_cast<std::ptrdiff_t>(i));
         t_.frees++;
     }
 
     void fill(Buf& b, int s, std::uint64_t off, std::uint64_t size, Rng& rng) {
         static constexpr std::array<unsigned, 4> kPatternBytes{1, 2, 4, 8};
-        const unsigned pb = kPatternBytes.at(rng.below(4));
-        size -= size % pb;
-        if (size == 0)
-            return;
+        unsigned pb = kPatternBytes.at(rng.below(4));
+        while (size % pb != 0) // FILL sizes are whole patterns: the largest that fits
+            pb /= 2;
         const std::uint64_t pattern = rng.next();
         before_write(b.hz, s, rng);
         streams_.at(s).fill(b.mem, off, size, pattern, pb);
+        trace("fill block %u [%" PRIu64 ", +%" PRIu64 ") pattern %" PRIx64 "/%u on stream %d", b.id,
+              off, size, pattern, pb, s);
         after_write(b.hz, s);
         for (std::uint64_t i = 0; i < size; i++)
             b.ref[off + i] = static_cast<std::byte>((pattern >> (8 * (i % pb))) & 0xff);
@@ -604,6 +634,8 @@ private:
             break;
         }
         after_write(b.hz, s);
+        trace("%s block %u [%" PRIu64 ", +%" PRIu64 ") on stream %d", kOpNames.at(op), b.id, off,
+              size, s);
         std::memcpy(b.ref.data() + off, data.data(), size);
         b.unchecked = true;
         t_.copies++;
@@ -677,6 +709,9 @@ private:
              CopyEndpoint::of(src.mem, so, size), rng.chance(3, 4));
         after_read(src.hz, s);
         after_write(dst.hz, s);
+        trace("d2d block %u [%" PRIu64 ", +%" PRIu64 ") -> block %u [%" PRIu64 ", +%" PRIu64
+              ") on stream %d",
+              src.id, so, size, dst.id, d_off, size, s);
         std::memcpy(dst.ref.data() + d_off, src.ref.data() + so, size);
         dst.unchecked = true;
         t_.copies++;
@@ -684,6 +719,7 @@ private:
         if (&src != &dst && !src.unchecked && rng.chance(1, 4)) {
             const auto it = std::find_if(bufs_.begin(), bufs_.end(),
                                          [&src](const Buf& x) { return &x == &src; });
+            trace("free block %u", src.id);
             bufs_.erase(it);
             t_.frees++;
         }
@@ -708,6 +744,9 @@ private:
             before_write(b.hz, s, rng);
             copy(streams_.at(s), dev, CopyEndpoint::of_host(host.data(), host.size()));
             after_write(b.hz, s);
+            trace("strided-h2d block %u from %" PRIu64 ": %" PRIu64 " rows of %" PRIu64
+                  " at pitch %" PRIu64 " on stream %d",
+                  b.id, off, rows, row, pitch, s);
             for (std::uint64_t r = 0; r < rows; r++)
                 std::memcpy(b.ref.data() + off + r * pitch, host.data() + r * row, row);
             b.unchecked = true;
@@ -746,6 +785,9 @@ private:
              CopyEndpoint::of(src.mem, so, unit));
         after_read(src.hz, s);
         after_write(dst.hz, s);
+        trace("broadcast block %u [%" PRIu64 ", +%" PRIu64 ") x%" PRIu64 " -> block %u at %" PRIu64
+              " on stream %d",
+              src.id, so, unit, times, dst.id, d_off, s);
         for (std::uint64_t t = 0; t < times; t++)
             std::memcpy(dst.ref.data() + d_off + t * unit, src.ref.data() + so, unit);
         dst.unchecked = true;
@@ -1278,6 +1320,7 @@ streams and events), every result checked against the CPU.
   --tolerate-timeouts  a job failing as a hung chiplet's does (ETIMEDOUT)
                        costs its round instead of failing the run
   --progress S         a progress line every S seconds (default 30)
+  --trace              one line per device write on stderr (for a replay)
   -h, --help           this help
 
 Exit status: 0 passed; 1 a wrong result or an error (the message says what
@@ -1310,6 +1353,8 @@ std::optional<Options> parse(int argc, char** argv) {
         if (a == "-h" || a == "--help") {
             std::fputs(kHelp.data(), stdout);
             std::exit(0);
+        } else if (a == "--trace") {
+            o.trace = true;
         } else if (a == "--tolerate-timeouts") {
             o.tolerate_timeouts = true;
         } else if (a == "--device") {

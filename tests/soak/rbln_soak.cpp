@@ -28,6 +28,7 @@
 // of the round is dropped (its contents are unknown) and the soak goes on;
 // such rounds are counted ("tolerated").  Any other error fails the run.
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -67,6 +69,8 @@ constexpr std::uint64_t kMaxSmallBuf = 256 << 10; // most blocks (small pool)
 constexpr std::uint64_t kMaxLargeBuf = 2 << 20;   // 1 in 16 (large pool)
 constexpr std::int64_t kMaxDim = 48;              // tensor dimensions
 constexpr float kIntLimit = 4.0F;                 // small-integer tensors (matmul inputs)
+constexpr unsigned kQueueHistory = 4096;          // RBLN_QUEUE_HISTORY (kernel/rbln_queue.c)
+constexpr long kCheckpointRssKib = 1024;          // RSS growth allowed between quiet points
 
 struct Options {
     unsigned device = 0;
@@ -77,6 +81,7 @@ struct Options {
     bool tolerate_timeouts = false;
     bool trace = false;
     double progress = 30.0;
+    std::uint32_t skip = 0; // operations left out (bits of Op)
 };
 
 /// A wrong result: what differed (caught to see whether a reported job
@@ -245,6 +250,7 @@ public:
                                    : (std::to_string(o_.seconds) + " s").c_str(),
                     o_.tolerate_timeouts ? "tolerating chiplet-hang timeouts" : "strict");
         std::fflush(stdout);
+        fill_job_history();
         const auto start = Clock::now();
         auto next_progress = start + to_duration(o_.progress);
         for (std::uint64_t r = 0;; r++) {
@@ -256,7 +262,9 @@ public:
                 return 1;
             t_.rounds++;
             if (Clock::now() >= next_progress) {
-                progress(Clock::now() - start);
+                what_ = "checkpoint";
+                if (!guarded([&] { checkpoint(Clock::now() - start); }))
+                    return 1;
                 next_progress += to_duration(o_.progress);
             }
         }
@@ -276,17 +284,26 @@ private:
         const unsigned nops = static_cast<unsigned>(rng.range(3, 10));
         op_ = 0;
         what_.clear();
+        return guarded([&] {
+            for (; op_ < nops; op_++) {
+                const Op op = pick(rng);
+                what_ = kOpNames.at(op);
+                do_op(op, rng);
+                t_.ops++;
+                t_.per_op.at(op)++;
+            }
+            what_ = "end of round";
+            end_of_round(rng);
+        });
+    }
+
+    /// Runs @work; false if the run failed (reported).  A wrong result or
+    /// an error that a hung chiplet explains (--tolerate-timeouts) costs
+    /// the round and returns true.
+    template <typename F> bool guarded(F&& work) {
         try {
             try {
-                for (; op_ < nops; op_++) {
-                    const Op op = pick(rng);
-                    what_ = kOpNames.at(op);
-                    do_op(op, rng);
-                    t_.ops++;
-                    t_.per_op.at(op)++;
-                }
-                what_ = "end of round";
-                end_of_round(rng);
+                work();
                 return true;
             } catch (const Mismatch& m) {
                 // A job of this round that failed (and was reported)
@@ -400,6 +417,8 @@ private:
     }
 
     bool allowed(Op op) const {
+        if ((o_.skip & (1U << op)) != 0)
+            return false;
         switch (op) {
         case kAlloc:
             return bufs_.size() < kMaxBufs;
@@ -1225,40 +1244,121 @@ private:
         std::fflush(stdout);
     }
 
+    /// Reads back what is unchecked, drops every object, waits for the
+    /// device and checks that the allocators give everything back.
+    void quiesce() {
+        for (auto& b : bufs_)
+            if (b.unchecked) {
+                std::vector<std::byte> got(b.ref.size());
+                copy(streams_.at(0), CopyEndpoint::of_host(got.data(), got.size()),
+                     CopyEndpoint::of(b.mem, 0, b.ref.size()));
+                check(b.ref, got, 0, "block " + std::to_string(b.id) + " before it was dropped");
+            }
+        for (auto& x : tensors_)
+            if (x.unchecked)
+                check_tensor(x);
+        bufs_.clear();
+        tensors_.clear();
+        pending_.clear();
+        for (auto& s : streams_)
+            s.synchronize();
+        dev_->synchronize();
+        if (alloc_.memory_allocated() != 0)
+            throw Fatal{"with every block freed and the device idle, the allocator still counts " +
+                        std::to_string(alloc_.memory_allocated()) + " bytes allocated"};
+        alloc_.empty_cache();
+        if (alloc_.memory_reserved() != 0)
+            throw Fatal{"after empty_cache() the allocator still holds " +
+                        std::to_string(alloc_.memory_reserved()) + " bytes of segments"};
+        host_.empty_cache();
+        const HostAllocatorStats h = host_.stats();
+        if (h.allocation.current != 0 || h.reserved_bytes.current != 0)
+            throw Fatal{"after empty_cache() the host allocator still has " +
+                        std::to_string(h.allocation.current) + " blocks out and " +
+                        std::to_string(h.reserved_bytes.current) + " bytes reserved"};
+    }
+
+    /// Every --progress seconds: a quiet point (quiesce(), malloc_trim())
+    /// where the process's own memory is measured without the live set's
+    /// noise.  From the second on, RSS may not exceed the first by more
+    /// than kCheckpointRssKib and the open files may not exceed the first.
+    void checkpoint(Clock::duration elapsed) {
+        quiesce();
+        ::malloc_trim(0);
+        const long rss = status_kib("VmRSS:");
+        const long fds = open_files();
+        checkpoints_++;
+        progress(elapsed);
+        std::printf("rbln-soak: device %u checkpoint %u: rss=%ld KiB fds=%ld (quiet: no live "
+                    "objects, caches emptied)\n",
+                    o_.device, checkpoints_, rss, fds);
+        std::fflush(stdout);
+        if (checkpoints_ == 1) {
+            rss_ref_ = rss;
+            fds_ref_ = fds;
+            return;
+        }
+        if (rss > rss_ref_ + kCheckpointRssKib)
+            throw Fatal{"a leak: at a quiet point the RSS is " + std::to_string(rss) +
+                        " KiB, " + std::to_string(rss - rss_ref_) +
+                        " KiB over the first quiet point (tolerance " +
+                        std::to_string(kCheckpointRssKib) + " KiB)"};
+        if (fds > fds_ref_)
+            throw Fatal{"a leak: at a quiet point the process holds " + std::to_string(fds) +
+                        " open files, " + std::to_string(fds - fds_ref_) +
+                        " more than at the first"};
+    }
+
+    static long status_kib(const char* key) {
+        std::FILE* f = std::fopen("/proc/self/status", "re");
+        if (f == nullptr)
+            return -1;
+        std::array<char, 256> line{};
+        long v = -1;
+        const std::size_t n = std::strlen(key);
+        while (std::fgets(line.data(), line.size(), f) != nullptr)
+            if (std::strncmp(line.data(), key, n) == 0)
+                v = std::strtol(line.data() + n, nullptr, 10);
+        std::fclose(f);
+        return v;
+    }
+
+    static long open_files() {
+        long n = 0;
+        std::error_code ec;
+        for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+             !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+            n++;
+        return n - 1; // the iterator's own
+    }
+
+    /// The kernel keeps the fences of each queue's last 4096 jobs
+    /// (RBLN_QUEUE_HISTORY, kernel/rbln_queue.c) for WAIT by seqno: a
+    /// bounded cache in slab that grows with a queue's first 4096 jobs.
+    /// Filling it before the first round (an event without timing is a NOP
+    /// job) keeps that growth out of the soak's slab samples, so growth
+    /// after warm-up is a leak.
+    void fill_job_history() {
+        const auto t = Clock::now();
+        for (auto& st : streams_) {
+            for (unsigned i = 0; i < kQueueHistory + 64; i++) {
+                Event e(false);
+                e.record(st);
+            }
+            st.synchronize();
+        }
+        std::printf("rbln-soak: device %u: %u NOP jobs on each of %u streams (the kernel's job "
+                    "history) in %.1f s\n",
+                    o_.device, kQueueHistory + 64, kStreams,
+                    std::chrono::duration<double>(Clock::now() - t).count());
+        std::fflush(stdout);
+    }
+
     /// Drops everything and checks the allocators give it all back.
     int finish(Clock::duration elapsed) {
+        what_ = "finish";
         try {
-            what_ = "finish";
-            for (auto& b : bufs_)
-                if (b.unchecked) {
-                    std::vector<std::byte> got(b.ref.size());
-                    copy(streams_.at(0), CopyEndpoint::of_host(got.data(), got.size()),
-                         CopyEndpoint::of(b.mem, 0, b.ref.size()));
-                    check(b.ref, got, 0, "block " + std::to_string(b.id) + " at the end");
-                }
-            for (auto& x : tensors_)
-                if (x.unchecked)
-                    check_tensor(x);
-            bufs_.clear();
-            tensors_.clear();
-            pending_.clear();
-            for (auto& s : streams_)
-                s.synchronize();
-            dev_->synchronize();
-            if (alloc_.memory_allocated() != 0)
-                throw Fatal{"with every block freed and the device idle, the allocator still "
-                            "counts " +
-                            std::to_string(alloc_.memory_allocated()) + " bytes allocated"};
-            alloc_.empty_cache();
-            if (alloc_.memory_reserved() != 0)
-                throw Fatal{"after empty_cache() the allocator still holds " +
-                            std::to_string(alloc_.memory_reserved()) + " bytes of segments"};
-            host_.empty_cache();
-            const HostAllocatorStats h = host_.stats();
-            if (h.allocation.current != 0 || h.reserved_bytes.current != 0)
-                throw Fatal{"after empty_cache() the host allocator still has " +
-                            std::to_string(h.allocation.current) + " blocks out and " +
-                            std::to_string(h.reserved_bytes.current) + " bytes reserved"};
+            quiesce();
         } catch (const Mismatch& m) {
             report("wrong result: " + m.what);
             return 1;
@@ -1303,6 +1403,9 @@ private:
     std::vector<PendingCheck> pending_;
     Totals t_;
     unsigned next_id_ = 1;
+    unsigned checkpoints_ = 0;
+    long rss_ref_ = 0;
+    long fds_ref_ = 0;
     std::uint64_t round_ = 0;
     unsigned op_ = 0;
     std::string what_;
@@ -1321,6 +1424,8 @@ streams and events), every result checked against the CPU.
                        costs its round instead of failing the run
   --progress S         a progress line every S seconds (default 30)
   --trace              one line per device write on stderr (for a replay)
+  --skip OP[,OP...]    leave these operations out (to narrow a failure down;
+                       the names are those of the final "ops:" line; not alloc)
   -h, --help           this help
 
 Exit status: 0 passed; 1 a wrong result or an error (the message says what
@@ -1353,6 +1458,16 @@ std::optional<Options> parse(int argc, char** argv) {
         if (a == "-h" || a == "--help") {
             std::fputs(kHelp.data(), stdout);
             std::exit(0);
+        } else if (a == "--skip") {
+            std::string_view list = value();
+            while (!list.empty()) {
+                const std::string_view name = list.substr(0, list.find(','));
+                list.remove_prefix(std::min(list.size(), name.size() + 1));
+                const auto it = std::find(kOpNames.begin(), kOpNames.end(), name);
+                if (it == kOpNames.end() || name == "alloc")
+                    return std::nullopt;
+                o.skip |= 1U << static_cast<unsigned>(it - kOpNames.begin());
+            }
         } else if (a == "--trace") {
             o.trace = true;
         } else if (a == "--tolerate-timeouts") {

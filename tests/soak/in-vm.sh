@@ -56,9 +56,9 @@ fi
 # line out (tools/rbln-emu/README.md, "Control protocol").
 declare -a portfd
 ask() { # fd command...: the reply line
-	local fd=$1 reply junk
+	local fd=$1 reply
 	shift
-	while read -r -t 0.05 junk <&"$fd"; do :; done # leftovers
+	while read -r -t 0.05 _ <&"$fd"; do :; done # leftovers
 	printf '%s\n' "$*" >&"$fd"
 	read -r -t 10 reply <&"$fd" || reply="error no reply"
 	echo "$reply"
@@ -111,7 +111,7 @@ sample() { # label
 		[ -n "${pids[c]:-}" ] && v=$(awk '/^VmRSS:/ { print $2 }' "/proc/${pids[c]}/status" 2>/dev/null)
 		row+=" ${v:--}"
 		v=-
-		[ -n "${pids[c]:-}" ] && [ -d "/proc/${pids[c]}/fd" ] && v=$(ls "/proc/${pids[c]}/fd" | wc -l)
+		[ -n "${pids[c]:-}" ] && [ -d "/proc/${pids[c]}/fd" ] && v=$(find "/proc/${pids[c]}/fd" -mindepth 1 -maxdepth 1 | wc -l)
 		row+=" $v"
 	done
 	for ((c = 0; c < ncards; c++)); do row+=" $(hbm_card "$c")"; done
@@ -221,9 +221,9 @@ for ((c = 0; c < ncards; c++)); do
 	echo "--- rbln-soak on card $c (exit $rc):"
 	grep -Ev '^rbln-soak: device [0-9]* (t=|checkpoint)' "$work/soak$c.log" | tail -n 20
 	grep '^rbln-soak: device [0-9]* t=' "$work/soak$c.log" | tail -n 1
-	echo "quiet-point RSS (KiB) and open files of soak $c:" \
-		"$(sed -n 's/.* checkpoint [0-9]*: rss=\([0-9]*\) KiB fds=\([0-9]*\).*/\1\/\2/p' \
-			"$work/soak$c.log" | paste -sd ' ')"
+	echo "quiet points of soak $c (RSS KiB/open files/heap in use KiB):" \
+		"$(sed -n 's/.* checkpoint [0-9]*: rss=\([0-9]*\) KiB fds=\([0-9]*\) heap=\([0-9]*\) .*/\1 \2 \3/p' \
+			"$work/soak$c.log" | awk '{ printf "%s%d/%d/%d", (NR > 1 ? " " : ""), $1, $2, $3 / 1024 }')"
 	[ "$rc" = 0 ] || problem "rbln-soak on card $c exited $rc"
 	cp "$work/soak$c.log" "$out/" 2>/dev/null
 done

@@ -38,13 +38,14 @@
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
-#include <cstdarg>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
@@ -110,8 +111,7 @@ std::string mib(std::uint64_t bytes) {
 /// Where two byte ranges first differ, as a sentence; "" if equal.
 std::string first_difference(std::span<const std::byte> expect, std::span<const std::byte> got,
                              std::uint64_t base) {
-    if (expect.size() == got.size() &&
-        std::memcmp(expect.data(), got.data(), expect.size()) == 0)
+    if (expect.size() == got.size() && std::memcmp(expect.data(), got.data(), expect.size()) == 0)
         return {};
     std::size_t i = 0;
     while (i < expect.size() && i < got.size() && expect[i] == got[i])
@@ -121,10 +121,9 @@ std::string first_difference(std::span<const std::byte> expect, std::span<const 
         wrong += expect[j] != got[j] ? 1 : 0;
     std::array<char, 160> b{};
     std::snprintf(b.data(), b.size(),
-                  "byte %" PRIu64 " is 0x%02x, expected 0x%02x (%zu of %zu bytes differ)",
-                  base + i, i < got.size() ? static_cast<unsigned>(got[i]) : 0U,
-                  i < expect.size() ? static_cast<unsigned>(expect[i]) : 0U, wrong,
-                  expect.size());
+                  "byte %" PRIu64 " is 0x%02x, expected 0x%02x (%zu of %zu bytes differ)", base + i,
+                  i < got.size() ? static_cast<unsigned>(got[i]) : 0U,
+                  i < expect.size() ? static_cast<unsigned>(expect[i]) : 0U, wrong, expect.size());
     return b.data();
 }
 
@@ -221,15 +220,14 @@ enum Op : unsigned {
 };
 
 constexpr std::array<const char*, kOpCount> kOpNames{
-    "alloc",         "free",          "fill",         "h2d-pageable", "h2d-pinned",
-    "h2d-gem",       "h2d-userptr",   "d2h-pageable", "d2h-pinned",   "d2h-gem",
-    "d2d",           "strided-h2d",   "strided-d2h",  "broadcast",    "host-to-host",
-    "tensor-new",    "tensor-free",   "tensor-write", "tensor-read",  "elementwise",
-    "matmul",        "tensor-copy",   "empty-cache"};
+    "alloc",       "free",         "fill",         "h2d-pageable", "h2d-pinned",  "h2d-gem",
+    "h2d-userptr", "d2h-pageable", "d2h-pinned",   "d2h-gem",      "d2d",         "strided-h2d",
+    "strided-d2h", "broadcast",    "host-to-host", "tensor-new",   "tensor-free", "tensor-write",
+    "tensor-read", "elementwise",  "matmul",       "tensor-copy",  "empty-cache"};
 
 // Relative weights of the operations.
-constexpr std::array<unsigned, kOpCount> kWeights{
-    8, 6, 6, 5, 5, 2, 1, 4, 5, 2, 7, 3, 3, 2, 2, 6, 4, 3, 3, 10, 5, 4, 1};
+constexpr std::array<unsigned, kOpCount> kWeights{8, 6, 6, 5, 5, 2, 1, 4,  5, 2, 7, 3,
+                                                  3, 2, 2, 6, 4, 3, 3, 10, 5, 4, 1};
 
 class Soak {
 public:
@@ -635,8 +633,8 @@ private:
         case kH2dRegistered: {
             const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
             const std::uint64_t len = (size + page - 1) / page * page;
-            void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                             -1, 0);
+            void* p =
+                ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED)
                 throw Fatal{std::string("mmap: ") + std::strerror(errno)};
             const Unmap unmap{p, len};
@@ -690,8 +688,7 @@ private:
         before_read(b.hz, s, rng);
         const std::span<const std::byte> expect(b.ref.data() + off, size);
         std::string where = "block " + std::to_string(b.id) + " bytes [" + std::to_string(off) +
-                            ", +" + std::to_string(size) + ") read on stream " +
-                            std::to_string(s);
+                            ", +" + std::to_string(size) + ") read on stream " + std::to_string(s);
         if (op == kD2hGem) {
             PendingCheck c;
             c.gem = dev_->allocate_host(size);
@@ -779,8 +776,7 @@ private:
             check(expect, host, 0,
                   "block " + std::to_string(b.id) + ": " + std::to_string(rows) + " rows of " +
                       std::to_string(row) + " bytes at pitch " + std::to_string(pitch) +
-                      " from byte " + std::to_string(off) + " read on stream " +
-                      std::to_string(s));
+                      " from byte " + std::to_string(off) + " read on stream " + std::to_string(s));
         }
         t_.copies++;
     }
@@ -919,7 +915,8 @@ private:
                     const Tensor* not_this = nullptr) {
         std::vector<Tensor*> fits;
         for (auto& x : tensors_)
-            if (x.type == t && &x != not_this && x.ref.size() >= (shape.size() == 2 ? static_cast<std::size_t>(shape[1]) : 1))
+            if (x.type == t && &x != not_this &&
+                x.ref.size() >= (shape.size() == 2 ? static_cast<std::size_t>(shape[1]) : 1))
                 fits.push_back(&x);
         if (fits.empty())
             return nullptr;
@@ -1069,9 +1066,9 @@ private:
         std::vector<float> bv;
         for (const std::size_t i : vb.indices())
             bv.push_back(b->ref[i]);
-        const std::vector<float> result = matmul(to, av, bv, static_cast<std::size_t>(m),
-                                                 static_cast<std::size_t>(n),
-                                                 static_cast<std::size_t>(k));
+        const std::vector<float> result =
+            matmul(to, av, bv, static_cast<std::size_t>(m), static_cast<std::size_t>(n),
+                   static_cast<std::size_t>(k));
         const int s = random_stream(rng);
         use_input(*a, s, rng);
         use_input(*b, s, rng);
@@ -1287,11 +1284,13 @@ private:
         ::malloc_trim(0);
         const long rss = status_kib("VmRSS:");
         const long fds = open_files();
+        const struct mallinfo2 mi = ::mallinfo2();
+        const auto heap = static_cast<long>(mi.uordblks + mi.hblkhd);
         checkpoints_++;
         progress(elapsed);
-        std::printf("rbln-soak: device %u checkpoint %u: rss=%ld KiB fds=%ld (quiet: no live "
-                    "objects, caches emptied)\n",
-                    o_.device, checkpoints_, rss, fds);
+        std::printf("rbln-soak: device %u checkpoint %u: rss=%ld KiB fds=%ld heap=%ld bytes in "
+                    "use (quiet: no live objects, caches emptied)\n",
+                    o_.device, checkpoints_, rss, fds, heap);
         std::fflush(stdout);
         if (checkpoints_ == 1) {
             rss_ref_ = rss;
@@ -1299,8 +1298,8 @@ private:
             return;
         }
         if (rss > rss_ref_ + kCheckpointRssKib)
-            throw Fatal{"a leak: at a quiet point the RSS is " + std::to_string(rss) +
-                        " KiB, " + std::to_string(rss - rss_ref_) +
+            throw Fatal{"a leak: at a quiet point the RSS is " + std::to_string(rss) + " KiB, " +
+                        std::to_string(rss - rss_ref_) +
                         " KiB over the first quiet point (tolerance " +
                         std::to_string(kCheckpointRssKib) + " KiB)"};
         if (fds > fds_ref_)
@@ -1309,18 +1308,13 @@ private:
                         " more than at the first"};
     }
 
-    static long status_kib(const char* key) {
-        std::FILE* f = std::fopen("/proc/self/status", "re");
-        if (f == nullptr)
-            return -1;
-        std::array<char, 256> line{};
-        long v = -1;
-        const std::size_t n = std::strlen(key);
-        while (std::fgets(line.data(), line.size(), f) != nullptr)
-            if (std::strncmp(line.data(), key, n) == 0)
-                v = std::strtol(line.data() + n, nullptr, 10);
-        std::fclose(f);
-        return v;
+    static long status_kib(std::string_view key) {
+        std::ifstream f("/proc/self/status");
+        std::string line;
+        while (std::getline(f, line))
+            if (line.starts_with(key))
+                return std::strtol(line.c_str() + key.size(), nullptr, 10);
+        return -1;
     }
 
     static long open_files() {
@@ -1385,8 +1379,8 @@ private:
         std::printf("rbln-soak: device %u PASS rounds=%" PRIu64 " ops=%" PRIu64
                     " checked_bytes=%" PRIu64 " checked_values=%" PRIu64 " tolerated=%" PRIu64
                     " seed=%s\n",
-                    o_.device, t_.rounds, t_.ops, t_.bytes_checked, t_.values_checked,
-                    t_.tolerated, hex(o_.seed).c_str());
+                    o_.device, t_.rounds, t_.ops, t_.bytes_checked, t_.values_checked, t_.tolerated,
+                    hex(o_.seed).c_str());
         std::fflush(stdout);
         return 0;
     }

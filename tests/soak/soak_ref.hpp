@@ -126,7 +126,9 @@ inline float bf16_to_f32(std::uint16_t b) noexcept {
 /// Element types as rbln::ElementType numbers them (Fp32 1, Fp16 2, Bf16 3).
 enum class Type : std::uint32_t { Fp32 = 1, Fp16 = 2, Bf16 = 3 };
 
-inline std::size_t type_size(Type t) noexcept { return t == Type::Fp32 ? 4 : 2; }
+inline std::size_t type_size(Type t) noexcept {
+    return t == Type::Fp32 ? 4 : 2;
+}
 inline const char* type_name(Type t) noexcept {
     return t == Type::Fp32 ? "fp32" : (t == Type::Fp16 ? "fp16" : "bf16");
 }
@@ -157,7 +159,9 @@ inline float decode(Type t, std::uint32_t bits) noexcept {
 }
 
 /// @v rounded to @t (the value the card stores).
-inline float round_to(Type t, float v) noexcept { return decode(t, encode(t, v)); }
+inline float round_to(Type t, float v) noexcept {
+    return decode(t, encode(t, v));
+}
 
 /// @values as the bytes of a storage of type @t.
 inline std::vector<std::byte> to_bytes(Type t, std::span<const float> values) {

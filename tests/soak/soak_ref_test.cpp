@@ -28,9 +28,9 @@ TEST(SoakRef, HalfRoundsToNearestEvenOnKnownValues) {
     EXPECT_EQ(f32_to_f16(65519.996F), 0x7bff);
     EXPECT_EQ(f32_to_f16(65520.0F), 0x7c00); // the tie above the largest rounds to Inf
     EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::infinity()), 0x7c00);
-    EXPECT_EQ(f32_to_f16(std::ldexp(1.0F, -24)), 0x0001);     // the smallest subnormal
-    EXPECT_EQ(f32_to_f16(std::ldexp(1.0F, -25)), 0x0000);     // a tie: to even (0)
-    EXPECT_EQ(f32_to_f16(std::ldexp(3.0F, -25)), 0x0002);     // a tie: to even (2)
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0F, -24)), 0x0001);        // the smallest subnormal
+    EXPECT_EQ(f32_to_f16(std::ldexp(1.0F, -25)), 0x0000);        // a tie: to even (0)
+    EXPECT_EQ(f32_to_f16(std::ldexp(3.0F, -25)), 0x0002);        // a tie: to even (2)
     EXPECT_EQ(f32_to_f16(1.0F + std::ldexp(1.0F, -11)), 0x3c00); // tie between 1 and next
     EXPECT_EQ(f32_to_f16(1.0F + std::ldexp(3.0F, -11)), 0x3c02);
     EXPECT_EQ(f32_to_f16(std::ldexp(1023.5F, -24)), 0x0400); // rounds up into the normals
@@ -80,13 +80,12 @@ TEST(SoakRef, ElementwiseKernelsRoundOnceAfterOneFp32Operation) {
     EXPECT_EQ(apply(Kernel::Mul, Type::Bf16, 3.0F, 3.0F, 0.0F), 9.0F);
     EXPECT_EQ(apply(Kernel::Scale, Type::Fp32, 3.0F, 0.0F, -0.5F), -1.5F);
     // RELU of -0 is +0 (the card's rule), not -0.
-    EXPECT_EQ(std::bit_cast<std::uint32_t>(apply(Kernel::Relu, Type::Fp32, -0.0F, 0.0F, 0.0F)),
-              0U);
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(apply(Kernel::Relu, Type::Fp32, -0.0F, 0.0F, 0.0F)), 0U);
     EXPECT_EQ(apply(Kernel::Relu, Type::Fp16, -3.0F, 0.0F, 0.0F), 0.0F);
 }
 
 TEST(SoakRef, MatmulOfSmallIntegersIsExact) {
-    const std::vector<float> a{1, 2, 3, 4, 5, 6};    // 2 x 3
+    const std::vector<float> a{1, 2, 3, 4, 5, 6};   // 2 x 3
     const std::vector<float> b{-1, 0, 2, 1, -3, 4}; // 3 x 2
     const std::vector<float> out = matmul(Type::Fp32, a, b, 2, 2, 3);
     EXPECT_EQ(out, (std::vector<float>{-6, 14, -12, 29}));

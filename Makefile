@@ -144,6 +144,15 @@ bench-sqpoll: deps
 	RBLN_VM_TCG_THREAD=multi $(VM) -q --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) \
 		$(VMARGS) -- $(CMAKE_B)/tests/bench/rbln_submit_bench --only jobs
 
+# The bounded soak (tests/soak/README.md): two cards, random librbln work
+# checked against the CPU, rbln-smi in a loop and chiplet hangs, for
+# SECONDS (make test runs 120 s of it in test-vm).
+SECONDS ?= 600
+.PHONY: soak
+soak: deps
+	$(MAKE) all
+	$(TOP)/tests/soak/run.sh $(SECONDS)
+
 vm: all
 	$(VM) --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- sh -c '$(CMD)'
 

@@ -83,6 +83,11 @@ step "uAPI fuzzing, 60 s, then 45 s with card faults and a client beside, 1 Rebe
 	 '$vm' -q --timeout 400 --cpu max --modparams job_timeout_ms=200 -- bash -c \
 	 \"'$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 &&
 	  '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 45 faults+client\""
+# The bounded soak (tests/soak/README.md): a process per card doing random
+# librbln work checked against the CPU, rbln-smi in a loop, a chiplet hang
+# every 40-60 s; the guest's slab and memory, the processes' RSS and open
+# files and the HBM in use must stay flat.
+step "soak, 120 s, 2 Rebel100 cards with chiplet hangs" "$top/tests/soak/run.sh" 120
 step "DKMS-built module" bash -c \
 	"'$top/kernel/dkms-install.sh' \"\$(cat '$top/build/kver')\" >/dev/null &&
 	 '$vm' -q --dkms --timeout 600 -- '$top/tests/kselftest/run.sh' '$ksft' info;

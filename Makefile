@@ -7,6 +7,7 @@
 #   make test-debug    every VM step on the debug kernel
 #   make torch         torch_rbln, the PyTorch backend (umd/torch) in build/torch
 #   make test-torch    every torch_rbln pytest, in the VM (make test runs a part)
+#   make soak SECONDS=N  the bounded soak, two cards (default 600 s; make test: 120)
 #   make demo          deps, build, then rbln-smi + a workload in the VM (quiet)
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)

@@ -852,9 +852,13 @@ TEST_F_TIMEOUT(err, submit_races_a_gem_close_of_its_buffers_safely, 120)
 	for (int ms = 0; !__atomic_load_n(&c.handle, __ATOMIC_ACQUIRE) &&
 	     ms < 10000; ms++)
 		rbln_sleep_ms(1);
-	/* until the handle went round 100 times (and some SUBMITs took it) */
-	for (int i = 0; i < 200000 &&
-	     (__atomic_load_n(&c.rounds, __ATOMIC_RELAXED) < 100 || !ok); i++) {
+	/*
+	 * Until the handle went round 100 times and some SUBMITs took it.
+	 * Bounded by time, not by a count of SUBMITs: on a loaded host the
+	 * churn thread may get far fewer turns than the submitter.
+	 */
+	for (__s64 end = rbln_now_ms() + 60000; rbln_now_ms() < end &&
+	     (__atomic_load_n(&c.rounds, __ATOMIC_RELAXED) < 100 || !ok);) {
 		__u32 h[2] = { self->data.handle,
 			       __atomic_load_n(&c.handle, __ATOMIC_ACQUIRE) };
 		__u64 seqno;

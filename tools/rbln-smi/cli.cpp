@@ -165,10 +165,12 @@ void parse_select(const std::string& list, std::vector<std::string>& select) {
             select.push_back(std::to_string(*parse_unsigned(item, 9999)));
         else if (const auto bdf = parse_bdf(item))
             select.push_back(*bdf);
-        else
-            throw UsageError{"-i: '" + item + "' in '" + list +
-                             "' is neither an NPU index (0, 1, ...) nor a PCI address "
-                             "(0000:00:04.0)"};
+        else {
+            std::string msg = "-i: '";
+            msg.append(item).append("' in '").append(list).append(
+                "' is neither an NPU index (0, 1, ...) nor a PCI address (0000:00:04.0)");
+            throw UsageError{msg};
+        }
         if (comma == std::string::npos)
             return;
         start = comma + 1;

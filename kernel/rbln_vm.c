@@ -62,18 +62,23 @@ int rbln_vms_alloc(struct rbln_device *rdev)
 	return drmm_add_action_or_reset(&rdev->drm, rbln_vms_fini, NULL);
 }
 
-/* Frees @vm's page tables (the card must no longer use them). */
-static void rbln_vm_free_tables(struct rbln_vm *vm)
+/* Frees @vm's page tables, list_lock held (the card must not use them). */
+static void rbln_vm_drop_tables_locked(struct rbln_vm *vm)
 {
-	struct rbln_device *rdev = vm->rdev;
-
-	mutex_lock(&rdev->vms.list_lock);
+	lockdep_assert_held(&vm->rdev->vms.list_lock);
 	list_del_init(&vm->link);
 	mutex_lock(&vm->lock);
-	rbln_pt_free_tree(rdev, vm->root);
+	rbln_pt_free_tree(vm->rdev, vm->root);
 	vm->root = NULL;
+	vm->bound = false;
 	mutex_unlock(&vm->lock);
-	mutex_unlock(&rdev->vms.list_lock);
+}
+
+static void rbln_vm_free_tables(struct rbln_vm *vm)
+{
+	mutex_lock(&vm->rdev->vms.list_lock);
+	rbln_vm_drop_tables_locked(vm);
+	mutex_unlock(&vm->rdev->vms.list_lock);
 }
 
 /*
@@ -88,14 +93,8 @@ void rbln_vms_unplug(struct rbln_device *rdev)
 	struct rbln_vm *vm, *tmp;
 
 	mutex_lock(&vms->list_lock);
-	list_for_each_entry_safe(vm, tmp, &vms->all, link) {
-		list_del_init(&vm->link);
-		mutex_lock(&vm->lock);
-		rbln_pt_free_tree(rdev, vm->root);
-		vm->root = NULL;
-		vm->bound = false;
-		mutex_unlock(&vm->lock);
-	}
+	list_for_each_entry_safe(vm, tmp, &vms->all, link)
+		rbln_vm_drop_tables_locked(vm);
 	dma_pool_destroy(vms->pt_pool);
 	vms->pt_pool = NULL;
 	mutex_unlock(&vms->list_lock);

@@ -137,7 +137,9 @@ build_kernel() {
 	rm -rf "$dir/modroot"
 	make -s modules_install INSTALL_MOD_PATH="$dir/modroot" INSTALL_MOD_STRIP=1 >/dev/null
 	cp arch/x86/boot/bzImage "$dir/vmlinuz"
-	make -s kernelrelease > "$dir/release"
+	# Not "make kernelrelease": under a parent make (make test) it prints
+	# "make[2]: Entering directory ..." around the name.
+	cp include/config/kernel.release "$dir/release"
 	touch "$dir/.done"
 	cd "$top"
 	log "kernel $(cat "$dir/release") built in $(( $(now) - t0 ))s"
@@ -145,6 +147,7 @@ build_kernel() {
 # --- kernel recipe: end ---------------------------------------------------
 
 if [ -f "$dir/.done" ]; then
+	cp "$dir/linux/include/config/kernel.release" "$dir/release"	# heals a cache written by the old recipe
 	log "kernel $(cat "$dir/release") ($key) is cached"
 else
 	build_kernel

@@ -124,8 +124,8 @@ public:
     /// make_ring() returns what it makes (empty: no io_uring, ENOTSUP).
     RingFactory rings;
 
-    bool hold_jobs = false; ///< jobs stay pending until complete_jobs()
-    int next_job_error = 0; ///< the job error (-errno) of the next job submitted
+    bool hold_jobs = false;    ///< jobs stay pending until complete_jobs()
+    int next_job_error = 0;    ///< the job error (-errno) of the next job submitted
     JobDetail next_job_detail; ///< the card's detail for the next job submitted
     bool has_cap_sys_nice = false;
 
@@ -316,8 +316,12 @@ public:
         last_submit.bo_handles = last_bo_handles;
         last_in_syncs.assign(a.in_syncs.begin(), a.in_syncs.end());
         last_submit.in_syncs = {};
-        const PendingJob job{a.queue_id,   seqno,      a.cmd_handle,
-                             a.cmd_offset, a.cmd_size, std::exchange(next_job_error, 0),
+        const PendingJob job{a.queue_id,
+                             seqno,
+                             a.cmd_handle,
+                             a.cmd_offset,
+                             a.cmd_size,
+                             std::exchange(next_job_error, 0),
                              std::exchange(next_job_detail, JobDetail{})};
         if (hold_jobs)
             pending_.push_back(job);

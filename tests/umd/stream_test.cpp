@@ -90,8 +90,9 @@ TEST_P(Streams, ARefusedGraphIsReportedWithTheCardsCheckAndWhereItFailed) {
     } catch (const Error& e) {
         EXPECT_EQ(e.code(), Errc::JobFailed);
         EXPECT_EQ(e.sys_errno(), EINVAL);
-        EXPECT_THAT(e.what(), HasSubstr("the card refused the graph: a node writes an input "
-                                        "boundary tensor (node 3) [RBLN_FW_GRAPH_E_RELOC_WRITE_IN]"));
+        EXPECT_THAT(e.what(),
+                    HasSubstr("the card refused the graph: a node writes an input "
+                              "boundary tensor (node 3) [RBLN_FW_GRAPH_E_RELOC_WRITE_IN]"));
     }
 }
 

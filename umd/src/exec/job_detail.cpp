@@ -19,10 +19,11 @@ struct DetailText {
 DetailText detail_text(std::uint32_t code) {
     switch (code) {
     case RBLN_FW_GRAPH_E_PACKET:
-        return {"PACKET", "the GRAPH_EXEC packet's reserved fields, flags or alignment are wrong", ""};
-    case RBLN_FW_GRAPH_E_MAGIC:
-        return {"MAGIC", "the Definition object's magic is wrong (not a Definition at that address)",
+        return {"PACKET", "the GRAPH_EXEC packet's reserved fields, flags or alignment are wrong",
                 ""};
+    case RBLN_FW_GRAPH_E_MAGIC:
+        return {"MAGIC",
+                "the Definition object's magic is wrong (not a Definition at that address)", ""};
     case RBLN_FW_GRAPH_E_OBJ_BYTES:
         return {"OBJ_BYTES", "the object's definition_bytes is out of range or not 16-byte aligned",
                 ""};
@@ -59,8 +60,8 @@ DetailText detail_text(std::uint32_t code) {
     case RBLN_FW_GRAPH_E_RELOC:
         return {"RELOC", "a node's relocation is malformed (kind, index or slot)", "node"};
     case RBLN_FW_GRAPH_E_RELOC_RANGE:
-        return {"RELOC_RANGE", "a node's operand reaches outside its tensor or the execution storage",
-                "node"};
+        return {"RELOC_RANGE",
+                "a node's operand reaches outside its tensor or the execution storage", "node"};
     case RBLN_FW_GRAPH_E_RELOC_WRITE_IN:
         return {"RELOC_WRITE_IN", "a node writes an input boundary tensor", "node"};
     case RBLN_FW_GRAPH_E_IN_NODE:

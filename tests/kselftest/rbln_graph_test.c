@@ -258,8 +258,8 @@ FIXTURE_TEARDOWN(graph)
 }
 
 /* Binds boundary 0 to src and 1 to @out_va, with the image's signatures. */
-static void bind_tensors(struct rbln_buf *table, const struct gdef *g, __u64 in_va,
-		 __u64 out_va)
+static void bind_tensors(struct rbln_buf *table, const struct gdef *g,
+			 __u64 in_va, __u64 out_va)
 {
 	struct rbln_fw_graph_binding *b = (void *)table->map;
 
@@ -290,7 +290,7 @@ static void graph_exec_job(struct rbln_cmdbuf *cb, const struct rbln_buf *defs,
 
 /* Submits the current job; its seqno. */
 static __u64 submit(struct __test_metadata *_metadata,
-		    FIXTURE_DATA(graph) *self, __u32 out_syncobj)
+		    FIXTURE_DATA(graph) * self, __u32 out_syncobj)
 {
 	__u32 bos[] = { self->defs.handle, self->table.handle,
 			self->src.handle, self->dst.handle, self->exec.handle };
@@ -325,7 +325,7 @@ static struct drm_rbln_wait wait_seqno(struct __test_metadata *_metadata,
  * @detail at @arg.
  */
 static void expect_refused(struct __test_metadata *_metadata,
-			   FIXTURE_DATA(graph) *self, __u32 detail, __u32 arg,
+			   FIXTURE_DATA(graph) * self, __u32 detail, __u32 arg,
 			   const char *what)
 {
 	struct drm_rbln_wait w;
@@ -345,7 +345,7 @@ static void expect_refused(struct __test_metadata *_metadata,
  * is usable after whatever the test did.
  */
 static void expect_valid_runs(struct __test_metadata *_metadata,
-			      FIXTURE_DATA(graph) *self, __u32 def_off,
+			      FIXTURE_DATA(graph) * self, __u32 def_off,
 			      const char *what)
 {
 	struct drm_rbln_wait w;
@@ -367,7 +367,7 @@ static void expect_valid_runs(struct __test_metadata *_metadata,
 }
 
 /* Prepares the valid job of object A (the tests then corrupt something). */
-static void valid_job(FIXTURE_DATA(graph) *self)
+static void valid_job(FIXTURE_DATA(graph) * self)
 {
 	two_copies(&self->g);
 	write_object(&self->g, KEY_A, self->defs.map);
@@ -455,7 +455,7 @@ TEST_F(graph, a_relocation_into_the_neighbouring_definition_is_refused)
 	self->g.node[1].reloc[1].offset = TBYTES;
 	write_object(&self->g, KEY_A, self->defs.map);
 	bind_tensors(&self->table, &self->g, self->src.va,
-	     self->defs.va + NEIGHBOUR - TBYTES);
+		     self->defs.va + NEIGHBOUR - TBYTES);
 	expect_refused(_metadata, self, RBLN_FW_GRAPH_E_RELOC_RANGE, 1,
 		       "node 1 writing past boundary 1 into object B");
 	EXPECT_EQ(0, memcmp(saved, self->defs.map + NEIGHBOUR, b_bytes))

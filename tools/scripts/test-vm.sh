@@ -43,14 +43,28 @@ step() { # name, then the command
 	fi
 }
 
+# The test dma-buf importer (tests/dmabuf-importer), built per kernel; the
+# kselftests that need it fail without it once RBLN_DMABUF_IMPORTER=1.
+importer() { # kernel build dir, output dir
+	"$top/tests/dmabuf-importer/build.sh" "$1" "$2" ||
+		echo "/nonexistent/rbln_dmabuf_importer.ko (the build failed)"
+}
+imp_ko=""
+case "$tier" in all|production)
+	imp_ko=$(importer "/lib/modules/$(cat "$top/build/kver")/build" "$top/build/dmabuf-importer") ;;
+esac
+with_importer() { # the kselftest command line, with the importer loaded
+	echo "insmod '$1' && export RBLN_DMABUF_IMPORTER=1 && '$top/tests/kselftest/run.sh' '$ksft'"
+}
+
 step "runner self-test" "$top/tests/runner/run.sh"
 step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi' &&
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi' &&
 	 '$demo' --size 96,160,72 --dtype all --chiplet 3"
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
 step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
@@ -119,8 +133,10 @@ if [ "$section" = debug ] && ! "$top/tools/scripts/build-debug-kernel.sh" --prin
 fi
 step "debug kernel: its checkers fail a run on a leak (kmemleak) and a use-after-free (KASAN)" \
 	"$top/tests/runner/debug-checks.sh"
+[ "$section" = debug ] &&
+	imp_ko=$(importer "$top/build/debug-kernel/current/linux" "$top/build/debug-kernel/dmabuf-importer")
 step "debug kernel: kselftests, 1 Rebel100 card" \
-	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- "$top/tests/kselftest/run.sh" "$ksft"
+	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- bash -c "$(with_importer "$imp_ko")"
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
 	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
@@ -142,7 +158,7 @@ step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -
 [ "$section" = debug ] && section=debug-extra	# debug-full only
 step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
 	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
 step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \

@@ -420,12 +420,27 @@ static const struct dma_buf_ops rbln_hbm_dmabuf_ops = {
 	.vunmap = drm_gem_dmabuf_vunmap,
 };
 
+/*
+ * A buffer the kernel cannot map (several blocks, no CONFIG_VMAP_PFN) is
+ * exported without vmap, so dma_buf_vmap() answers -EINVAL: a failing
+ * vmap op would WARN there.
+ */
+static const struct dma_buf_ops rbln_hbm_dmabuf_ops_novmap = {
+	.attach = rbln_hbm_dmabuf_attach,
+	.map_dma_buf = rbln_hbm_map_dma_buf,
+	.unmap_dma_buf = rbln_hbm_unmap_dma_buf,
+	.release = drm_gem_dmabuf_release,
+	.mmap = drm_gem_dmabuf_mmap,
+};
+
 static struct dma_buf *rbln_hbm_bo_export(struct drm_gem_object *obj,
 					  int flags)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
 
-	info.ops = &rbln_hbm_dmabuf_ops;
+	info.ops = list_is_singular(&to_rbln_bo(obj)->blocks) ||
+		   IS_ENABLED(CONFIG_VMAP_PFN) ? &rbln_hbm_dmabuf_ops :
+						 &rbln_hbm_dmabuf_ops_novmap;
 	info.size = obj->size;
 	info.flags = flags;
 	info.priv = obj;

@@ -5,6 +5,7 @@
 #include "graph/capture.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -110,8 +111,20 @@ void Capture::record(std::uint32_t op, std::span<const std::byte> pkt,
     RecordedNode n;
     n.op = op;
     std::copy_n(pkt.begin(), std::min(pkt.size(), n.pkt.size()), n.pkt.begin());
-    n.slots = slots;
     const std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t k = 0; k < slots.size(); k++) {
+        const Slot& s = slots[k];
+        if (!s.storage)
+            continue;
+        RecordedSlot& r = n.slots[k];
+        r.used = true;
+        r.id = s.storage->id();
+        r.nbytes = s.storage->nbytes();
+        r.byte_offset = s.byte_offset;
+        r.access = s.access;
+        if (std::find(created_ids_.begin(), created_ids_.end(), r.id) == created_ids_.end())
+            r.boundary = s.storage;
+    }
     nodes_.push_back(std::move(n));
 }
 
@@ -132,9 +145,6 @@ Graph Capture::finish() {
     x->device = device.shared_from_this();
 
     // Storages made here: alive now = outputs, dead = intermediates.
-    std::unordered_map<std::uint64_t, std::size_t> made; // id -> creation index
-    for (std::size_t i = 0; i < created_ids.size(); i++)
-        made[created_ids[i]] = i;
     std::vector<std::shared_ptr<Storage>> alive(created.size());
     for (std::size_t i = 0; i < created.size(); i++)
         alive[i] = created[i].lock();
@@ -151,11 +161,10 @@ Graph Capture::finish() {
             at = align_region(at + alive[i]->nbytes());
         }
     for (const RecordedNode& n : nodes)
-        for (const Slot& s : n.slots)
-            if (s.storage && made.count(s.storage->id()) != 0 &&
-                region.count(s.storage->id()) == 0) {
-                region[s.storage->id()] = at;
-                at = align_region(at + s.storage->nbytes());
+        for (const RecordedSlot& s : n.slots)
+            if (s.used && !s.boundary && region.count(s.id) == 0) {
+                region[s.id] = at;
+                at = align_region(at + s.nbytes);
             }
     def->exec_bytes = at;
     x->exec_bytes = at;
@@ -179,13 +188,13 @@ Graph Capture::finish() {
         const RecordedNode& rn = nodes[i];
         rbln_fw_graph_node node{};
         node.op = rn.op;
-        std::copy_n(rn.pkt.begin(), sizeof(node.pkt.bytes), reinterpret_cast<std::byte*>(node.pkt.bytes));
+        std::memcpy(node.pkt.bytes, rn.pkt.data(), sizeof(node.pkt.bytes));
         std::vector<std::uint16_t> prods;
         for (std::size_t k = 0; k < rn.slots.size(); k++) {
-            const Slot& s = rn.slots[k];
-            if (!s.storage)
+            const RecordedSlot& s = rn.slots[k];
+            if (!s.used)
                 continue;
-            const std::uint64_t id = s.storage->id();
+            const std::uint64_t id = s.id;
             const bool reads = s.access != DeviceAccess::Write;
             const bool writes = s.access != DeviceAccess::Read;
             if (auto r = region.find(id); r != region.end()) {
@@ -193,7 +202,7 @@ Graph Capture::finish() {
             } else {
                 auto [b, fresh] = boundary.try_emplace(id, x->inputs.size());
                 if (fresh) {
-                    x->inputs.push_back(s.storage);
+                    x->inputs.push_back(s.boundary);
                     uses.emplace_back();
                 }
                 Use& u = uses[b->second];
@@ -214,12 +223,12 @@ Graph Capture::finish() {
                 for (const int r : d.readers)
                     prods.push_back(static_cast<std::uint16_t>(r));
         }
-        for (const Slot& s : rn.slots)
-            if (s.storage && s.access != DeviceAccess::Write)
-                deps[s.storage->id()].readers.push_back(static_cast<int>(i));
-        for (const Slot& s : rn.slots)
-            if (s.storage && s.access != DeviceAccess::Read) {
-                Dep& d = deps[s.storage->id()];
+        for (const RecordedSlot& s : rn.slots)
+            if (s.used && s.access != DeviceAccess::Write)
+                deps[s.id].readers.push_back(static_cast<int>(i));
+        for (const RecordedSlot& s : rn.slots)
+            if (s.used && s.access != DeviceAccess::Read) {
+                Dep& d = deps[s.id];
                 d.writer = static_cast<int>(i);
                 d.readers.clear();
             }

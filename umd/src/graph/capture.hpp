@@ -43,10 +43,22 @@ struct Slot {
     DeviceAccess access = DeviceAccess::Read;
 };
 
+/// A slot as recorded: a storage made inside the capture is held by id
+/// only (so it dies when the caller drops it: an intermediate), any other
+/// one by reference (a boundary tensor).
+struct RecordedSlot {
+    bool used = false;
+    std::uint64_t id = 0;
+    std::uint64_t nbytes = 0;
+    std::shared_ptr<Storage> boundary; ///< null for a capture-made storage
+    std::uint64_t byte_offset = 0;
+    DeviceAccess access = DeviceAccess::Read;
+};
+
 struct RecordedNode {
     std::uint32_t op = 0;
     std::array<std::byte, 192> pkt{}; ///< the packet, addresses zero
-    std::array<Slot, RBLN_FW_GRAPH_OPERANDS> slots;
+    std::array<RecordedSlot, RBLN_FW_GRAPH_OPERANDS> slots;
 };
 
 class Capture {

@@ -59,7 +59,8 @@ StorageView tensor(unsigned device, std::vector<std::int64_t> sizes, ElementType
 std::vector<std::byte> values(std::size_t n, ElementType t, int seed) {
     std::vector<std::byte> out(n * element_size(t));
     for (std::size_t i = 0; i < n; i++) {
-        const float f = static_cast<float>(static_cast<int>((i * 7 + seed * 13) % 23) - 11) * 0.125F;
+        const float f =
+            static_cast<float>(static_cast<int>((i * 7 + seed * 13) % 23) - 11) * 0.125F;
         const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
         if (t == ElementType::Fp32) {
             std::memcpy(out.data() + i * 4, &bits, 4);
@@ -191,8 +192,7 @@ TEST_P(VmGraphTypes, FanOutAndFanInReplayedEqualsEagerByteForByte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, VmGraphTypes,
-                         ::testing::Values(ElementType::Fp32, ElementType::Bf16,
-                                           ElementType::Fp16),
+                         ::testing::Values(ElementType::Fp32, ElementType::Bf16, ElementType::Fp16),
                          [](const auto& info) {
                              return info.param == ElementType::Fp32   ? std::string("fp32")
                                     : info.param == ElementType::Bf16 ? std::string("bf16")
@@ -233,7 +233,8 @@ TEST(VmGraph, ANewInputProfileRecompilesAndUploadsANewDefinition) {
     auto dev = Device::get(0);
     Stream s = dev->default_stream();
     GraphFunction step([](Stream& st, std::span<const StorageView> in, std::span<const double> k) {
-        return std::vector<StorageView>{relu_matmul_scale(st, in[0], in[1], static_cast<float>(k[0]))};
+        return std::vector<StorageView>{
+            relu_matmul_scale(st, in[0], in[1], static_cast<float>(k[0]))};
     });
     auto w = input(0, {10, 6}, ElementType::Fp32, 1);
     auto x1 = input(0, {4, 10}, ElementType::Fp32, 2);
@@ -403,8 +404,7 @@ rbln_status c_body(void* /*user*/, rbln_stream* stream, const rbln_view* in, siz
     if (n_in != 1 || n_k != 1 || *n_results < 1)
         return RBLN_ERR_INVALID_ARGUMENT;
     rbln_storage* out = nullptr;
-    rbln_status st = rbln_storage_create(0, 16 * 4, RBLN_STORAGE_FP32,
-                                         &out);
+    rbln_status st = rbln_storage_create(0, 16 * 4, RBLN_STORAGE_FP32, &out);
     if (st != RBLN_OK)
         return st;
     rbln_view v{};
@@ -467,13 +467,13 @@ TEST(VmGraph, TheCAbiCapturesReplaysAndRunsAGraphFunction) {
     ASSERT_EQ(rbln_storage_read(res2[0].storage, 0, got, sizeof(got)), RBLN_OK);
     for (int i = 0; i < 16; i++)
         EXPECT_EQ(got[i], host[i] * 3.0F);
-    struct rbln_graph_fn_stats fs{};
+    struct rbln_graph_fn_stats fs {};
     fs.struct_size = sizeof(fs);
     ASSERT_EQ(rbln_graph_fn_stats(fn, &fs), RBLN_OK);
     EXPECT_EQ(fs.calls, 2u);
     EXPECT_EQ(fs.recompiles, 1u);
     EXPECT_EQ(fs.replays, 1u);
-    struct rbln_graph_stats gs{};
+    struct rbln_graph_stats gs {};
     gs.struct_size = sizeof(gs);
     ASSERT_EQ(rbln_graph_stats(0, &gs), RBLN_OK);
     EXPECT_GE(gs.replays, 3u);

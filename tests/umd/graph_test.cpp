@@ -125,7 +125,7 @@ TEST(Graph, FanOutAndFanInBecomeEdgesAndLevels) {
     auto x = c.view({16});
     s.begin_capture();
     auto t0 = c.view({16});
-    ops::relu(s, t0, x);     // 0
+    ops::relu(s, t0, x); // 0
     auto t1 = c.view({16});
     ops::scale(s, t1, t0, 2.0F); // 1 <- 0
     auto t2 = c.view({16});

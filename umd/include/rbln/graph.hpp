@@ -157,20 +157,20 @@ private:
 
 /// Counters of a device's graph runtime (the life of the process).
 struct GraphStats {
-    std::uint64_t captures = 0;         ///< end_capture() calls that made a graph
-    std::uint64_t replays = 0;          ///< GRAPH_EXEC jobs
-    std::uint64_t recompiles = 0;       ///< GraphFunction captures of a new profile
-    std::uint64_t cache_hits = 0;       ///< a graph's Definition found in the cache
-    std::uint64_t cache_misses = 0;     ///< ... not found: a new Definition
-    std::uint64_t cache_evictions = 0;  ///< Definitions dropped for room
-    std::uint64_t cache_entries = 0;    ///< Definitions held now
-    std::uint64_t binds = 0;            ///< = replays
+    std::uint64_t captures = 0;             ///< end_capture() calls that made a graph
+    std::uint64_t replays = 0;              ///< GRAPH_EXEC jobs
+    std::uint64_t recompiles = 0;           ///< GraphFunction captures of a new profile
+    std::uint64_t cache_hits = 0;           ///< a graph's Definition found in the cache
+    std::uint64_t cache_misses = 0;         ///< ... not found: a new Definition
+    std::uint64_t cache_evictions = 0;      ///< Definitions dropped for room
+    std::uint64_t cache_entries = 0;        ///< Definitions held now
+    std::uint64_t binds = 0;                ///< = replays
     std::uint64_t definitions_uploaded = 0; ///< Definitions built into a block ("defs=")
-    std::uint64_t upload_bytes = 0;     ///< bytes the binds copied to the device ("bytes=")
-    std::uint64_t copies = 0;           ///< COPY packets of the binds ("copies=")
-    std::uint64_t spilled = 0;          ///< Definitions built outside the blocks ("spilled=")
-    std::uint64_t allocations = 0;      ///< kernel buffers the binds made (blocks, spills)
-    std::uint64_t bind_waits = 0;       ///< binds that blocked the host for a slot
+    std::uint64_t upload_bytes = 0;         ///< bytes the binds copied to the device ("bytes=")
+    std::uint64_t copies = 0;               ///< COPY packets of the binds ("copies=")
+    std::uint64_t spilled = 0;              ///< Definitions built outside the blocks ("spilled=")
+    std::uint64_t allocations = 0;          ///< kernel buffers the binds made (blocks, spills)
+    std::uint64_t bind_waits = 0;           ///< binds that blocked the host for a slot
     std::uint64_t overlapped_binds = 0; ///< binds that wrote a slot while another slot's replay ran
     std::uint64_t build_ns = 0;         ///< host time building Definition objects
     std::uint64_t block_bytes = 0;      ///< the size of a slot's blocks now
@@ -178,9 +178,9 @@ struct GraphStats {
 
 /// The graph runtime's settings of a device (see the top of the header).
 struct GraphCacheOptions {
-    unsigned slots = 2;                      ///< pipeline slots (>= 2)
-    std::size_t capacity = 64;               ///< Definitions cached
-    std::uint64_t block_bytes = 256u << 10;  ///< first size of a slot's blocks
+    unsigned slots = 2;                     ///< pipeline slots (>= 2)
+    std::size_t capacity = 64;              ///< Definitions cached
+    std::uint64_t block_bytes = 256u << 10; ///< first size of a slot's blocks
 };
 
 GraphStats graph_stats(Device& device);

@@ -112,8 +112,8 @@ rbln_status rbln_graph_replay(rbln_graph* graph, rbln_stream* stream, rbln_stora
     return guard([&] {
         if (n_outputs != graph->graph.output_count() || (n_outputs > 0 && outputs == nullptr))
             throw bad("outputs has room for " + std::to_string(n_outputs) +
-                      " storages; the graph has " +
-                      std::to_string(graph->graph.output_count()) + " outputs");
+                      " storages; the graph has " + std::to_string(graph->graph.output_count()) +
+                      " outputs");
         std::vector<std::shared_ptr<rbln::Storage>> outs;
         if (inputs == nullptr) {
             outs = graph->graph.replay(stream->stream);
@@ -162,8 +162,7 @@ rbln_status rbln_graph_fn_create(rbln_graph_body body, void* user, rbln_graph_fn
                     rbln_storage_destroy(res[i].storage);
                 if (st != RBLN_OK)
                     throw rbln::Error(static_cast<rbln::Errc>(st), "rbln_graph_fn body", "", 0,
-                                      "the body failed: " +
-                                          std::string(rbln_last_error_message()));
+                                      "the body failed: " + std::string(rbln_last_error_message()));
                 if (n > res.size())
                     throw bad("the body wrote more than 64 results");
                 return out;
@@ -185,7 +184,7 @@ rbln_status rbln_graph_fn_call(rbln_graph_fn* fn, rbln_stream* stream,
                                const double* scalars, size_t n_scalars, struct rbln_view* results,
                                size_t* n_results) {
     if (fn == nullptr || stream == nullptr || n_results == nullptr)
-        return invalid(fn == nullptr ? "fn is NULL"
+        return invalid(fn == nullptr       ? "fn is NULL"
                        : stream == nullptr ? "stream is NULL"
                                            : "n_results is NULL");
     if ((n_inputs > 0 && inputs == nullptr) || (n_scalars > 0 && scalars == nullptr))
@@ -196,8 +195,10 @@ rbln_status rbln_graph_fn_call(rbln_graph_fn* fn, rbln_stream* stream,
             in.push_back(view_of(inputs[i], "inputs", i));
         const auto out = (*fn->fn)(stream->stream, in, std::span<const double>(scalars, n_scalars));
         if (out.size() > *n_results || (!out.empty() && results == nullptr))
-            throw bad("results has room for " + std::to_string(*n_results) + " views; the graph "
-                      "has " + std::to_string(out.size()) + " results");
+            throw bad("results has room for " + std::to_string(*n_results) +
+                      " views; the graph "
+                      "has " +
+                      std::to_string(out.size()) + " results");
         for (std::size_t i = 0; i < out.size(); i++)
             results[i] = to_c(out[i]);
         *n_results = out.size();
@@ -226,7 +227,8 @@ rbln_status rbln_graph_stats(int device, struct rbln_graph_stats* stats) {
     if (stats->struct_size < sizeof(*stats))
         return invalid("stats->struct_size: set it to sizeof(struct rbln_graph_stats)");
     return guard([&] {
-        const rbln::GraphStats s = rbln::graph_stats(*rbln::Device::get(static_cast<unsigned>(device)));
+        const rbln::GraphStats s =
+            rbln::graph_stats(*rbln::Device::get(static_cast<unsigned>(device)));
         stats->captures = s.captures;
         stats->replays = s.replays;
         stats->recompiles = s.recompiles;

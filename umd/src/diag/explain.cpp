@@ -412,8 +412,9 @@ std::string ExplainRegion::report() const {
            human_bytes(c.commit_bytes) + ")\n";
     if (c.graph_replays != 0 || c.graph_recompiles != 0)
         out += "  graphs: " + std::to_string(c.graph_replays) + " replays, " +
-               std::to_string(c.graph_recompiles) + " recompiles\n  graph_upload defs=" +
-               std::to_string(c.graph_defs) + " bytes=" + std::to_string(c.graph_upload_bytes) +
+               std::to_string(c.graph_recompiles) +
+               " recompiles\n  graph_upload defs=" + std::to_string(c.graph_defs) +
+               " bytes=" + std::to_string(c.graph_upload_bytes) +
                " copies=" + std::to_string(c.graph_copies) +
                " spilled=" + std::to_string(c.graph_spilled) + "\n";
     if (c.signals == 0)

@@ -192,8 +192,7 @@ std::uint64_t CommandEncoder::nop_payload(std::span<const std::byte> payload) {
 
 void CommandEncoder::graph_exec(const rbln_fw_pkt_graph_exec& g) {
     if (g.definition % 16 != 0)
-        bad("GRAPH_EXEC", "definition " + std::to_string(g.definition) +
-                              " is not 16-byte aligned");
+        bad("GRAPH_EXEC", "definition " + std::to_string(g.definition) + " is not 16-byte aligned");
     check_aligned("GRAPH_EXEC", "boundaries", g.boundaries);
     rbln_fw_pkt_graph_exec p = g;
     p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_GRAPH_EXEC, 0, sizeof(p));

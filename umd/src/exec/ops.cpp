@@ -152,8 +152,9 @@ void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const Sto
     const DeviceAccess oa = b != nullptr ? out_access(out, {&a, b}) : out_access(out, {&a});
     if (captured(op, stream, RBLN_FW_PKT_LAUNCH, CommandEncoder::launch_packet(l),
                  {detail::graph::Slot{a.storage, byte_offset(a), DeviceAccess::Read},
-                  b != nullptr ? detail::graph::Slot{b->storage, byte_offset(*b), DeviceAccess::Read}
-                               : detail::graph::Slot{},
+                  b != nullptr
+                      ? detail::graph::Slot{b->storage, byte_offset(*b), DeviceAccess::Read}
+                      : detail::graph::Slot{},
                   detail::graph::Slot{out.storage, byte_offset(out), oa}}))
         return;
 
@@ -308,12 +309,12 @@ void copy(Stream& stream, const StorageView& dst, const StorageView& src,
         p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_COPY, 0, sizeof(p));
         p.size = n;
         const bool whole_dst = dst.covers_whole_storage() && dst.storage != src.storage;
-        if (captured(op, stream, RBLN_FW_PKT_COPY, p,
-                     {detail::graph::Slot{src.storage, byte_offset(src), DeviceAccess::Read},
-                      detail::graph::Slot{dst.storage, byte_offset(dst),
-                                          whole_dst ? DeviceAccess::Write
-                                                    : DeviceAccess::ReadWrite},
-                      detail::graph::Slot{}}))
+        if (captured(
+                op, stream, RBLN_FW_PKT_COPY, p,
+                {detail::graph::Slot{src.storage, byte_offset(src), DeviceAccess::Read},
+                 detail::graph::Slot{dst.storage, byte_offset(dst),
+                                     whole_dst ? DeviceAccess::Write : DeviceAccess::ReadWrite},
+                 detail::graph::Slot{}}))
             return;
     }
     Stream ss = stream_for(*src.storage);

@@ -97,8 +97,8 @@ void Capture::record(std::uint32_t op, std::span<const std::byte> pkt,
         if (s.storage->nbytes() == 0)
             misuse(what, storage_name(s.storage->id()) + " has 0 bytes");
         if (&s.storage->device()->kernel() != &stream_.device().kernel())
-            misuse(what, storage_name(s.storage->id()) + " is on rbln:" +
-                             std::to_string(s.storage->device_index()) +
+            misuse(what, storage_name(s.storage->id()) +
+                             " is on rbln:" + std::to_string(s.storage->device_index()) +
                              " but the capturing stream on rbln:" +
                              std::to_string(stream_.device().index()) +
                              "; a graph runs on one device");

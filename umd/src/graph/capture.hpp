@@ -92,8 +92,8 @@ private:
     std::thread::id thread_;
     bool open_ = true;
     mutable std::mutex mutex_;
-    std::vector<std::weak_ptr<Storage>> created_;   ///< in creation order
-    std::vector<std::uint64_t> created_ids_;        ///< the same, by id
+    std::vector<std::weak_ptr<Storage>> created_; ///< in creation order
+    std::vector<std::uint64_t> created_ids_;      ///< the same, by id
     std::vector<RecordedNode> nodes_;
 };
 

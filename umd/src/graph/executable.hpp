@@ -26,7 +26,7 @@ struct Executable {
         std::uint64_t nbytes = 0;
         ElementType type = ElementType::Fp32;
     };
-    std::vector<Output> outputs; ///< in creation order
+    std::vector<Output> outputs;  ///< in creation order
     std::uint64_t exec_bytes = 0; ///< the replay's block: outputs + intermediates
 };
 

@@ -79,9 +79,9 @@ std::vector<std::shared_ptr<Storage>> replay(const Executable& x, Stream& stream
                           std::to_string(c->nbytes()) + "-byte " + type_name(c->element_type()) +
                           " one: a new profile needs a new capture (GraphFunction does that)");
         if (&s->device()->kernel() != &stream.device().kernel())
-            bad(what, "input " + std::to_string(i) + " is on rbln:" +
-                          std::to_string(s->device_index()) + " but the stream on rbln:" +
-                          std::to_string(stream.device().index()));
+            bad(what, "input " + std::to_string(i) +
+                          " is on rbln:" + std::to_string(s->device_index()) +
+                          " but the stream on rbln:" + std::to_string(stream.device().index()));
         for (std::size_t j = 0; j < i; j++)
             if (inputs[j] == s)
                 bad(what, "inputs " + std::to_string(j) + " and " + std::to_string(i) +
@@ -136,8 +136,8 @@ std::vector<std::shared_ptr<Storage>> replay(const Executable& x, Stream& stream
     StorageOptions lazy;
     lazy.commit = CommitMode::Lazy;
     for (const Executable::Output& o : x.outputs) {
-        auto s = Storage::create(device.shared_from_this(), device.allocator(), o.nbytes, o.type,
-                                 lazy);
+        auto s =
+            Storage::create(device.shared_from_this(), device.allocator(), o.nbytes, o.type, lazy);
         s->adopt_device_memory(std::make_shared<SubMemory>(exec, o.offset, o.nbytes), stream);
         outs.push_back(std::move(s));
     }
@@ -171,8 +171,8 @@ const std::vector<std::shared_ptr<Storage>>& Graph::inputs() const {
 GraphDirection Graph::direction(std::size_t input) const {
     const auto& x = exe(s_);
     if (input >= x.directions.size())
-        bad("graph", "input " + std::to_string(input) + " of " +
-                         std::to_string(x.directions.size()));
+        bad("graph",
+            "input " + std::to_string(input) + " of " + std::to_string(x.directions.size()));
     return x.directions[input];
 }
 

@@ -66,8 +66,7 @@ std::shared_ptr<const Definition> Runtime::intern(std::shared_ptr<Definition> de
     return intern_locked(std::move(def));
 }
 
-std::shared_ptr<const Definition>
-Runtime::intern_locked(std::shared_ptr<const Definition> def) {
+std::shared_ptr<const Definition> Runtime::intern_locked(std::shared_ptr<const Definition> def) {
     for (;;) {
         auto it = cache_.find(def->key);
         if (it == cache_.end())
@@ -80,8 +79,8 @@ Runtime::intern_locked(std::shared_ptr<const Definition> def) {
         // Two contents, one key: give the newcomer another key (its image
         // carries the key, so the card tells them apart too).
         auto moved = std::make_shared<Definition>(*def);
-        moved->key = content_hash(std::as_bytes(std::span<const std::uint64_t>(&moved->key, 1)),
-                                  moved->key);
+        moved->key =
+            content_hash(std::as_bytes(std::span<const std::uint64_t>(&moved->key, 1)), moved->key);
         def = std::move(moved);
     }
     stats_.cache_misses++;
@@ -242,9 +241,9 @@ std::uint64_t Runtime::replay(Stream& stream, BindRequest req) {
             block_target_ = next_pow2(std::max(slot.capacity * 2, slot.cursor + obj));
         }
         if (slot.cursor > ship_from) {
-            copies.insert(copies.begin(), Copy{slot.staging->device_va() + ship_from,
-                                               slot.device->device_va() + ship_from,
-                                               slot.cursor - ship_from});
+            copies.insert(copies.begin(),
+                          Copy{slot.staging->device_va() + ship_from,
+                               slot.device->device_va() + ship_from, slot.cursor - ship_from});
             ships = true;
             bufs.push_back(slot.staging);
         }

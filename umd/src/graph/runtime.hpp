@@ -70,11 +70,11 @@ private:
         std::shared_ptr<Memory> device;  ///< retained device block
         std::shared_ptr<Memory> staging; ///< retained host staging block
         std::uint64_t capacity = 0;
-        std::uint64_t cursor = 0;                   ///< bytes claimed
-        std::uint64_t garbage = 0;                  ///< bytes of evicted Definitions
-        std::map<std::uint64_t, std::uint64_t> at;  ///< key -> object offset (shipped)
-        JobRef last_use;                            ///< the last job reading the device block
-        JobRef last_copy;                           ///< the last job reading the staging
+        std::uint64_t cursor = 0;                  ///< bytes claimed
+        std::uint64_t garbage = 0;                 ///< bytes of evicted Definitions
+        std::map<std::uint64_t, std::uint64_t> at; ///< key -> object offset (shipped)
+        JobRef last_use;                           ///< the last job reading the device block
+        JobRef last_copy;                          ///< the last job reading the staging
     };
 
     bool done(const JobRef& j) const;

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "diag/explain_hooks.hpp"
-#include "kernel/kernel.hpp"
 #include "graph/capture.hpp"
+#include "kernel/kernel.hpp"
 #include "memory/block_memory.hpp"
 #include "memory/sub_memory.hpp"
 #include "rbln/allocator_stream.hpp"

@@ -167,6 +167,7 @@ struct GraphStats {
     std::uint64_t binds = 0;                ///< = replays
     std::uint64_t definitions_uploaded = 0; ///< Definitions built into a block ("defs=")
     std::uint64_t upload_bytes = 0;         ///< bytes the binds copied to the device ("bytes=")
+    std::uint64_t table_bytes = 0;          ///< boundary tables the replays' jobs carried
     std::uint64_t copies = 0;               ///< COPY packets of the binds ("copies=")
     std::uint64_t spilled = 0;              ///< Definitions built outside the blocks ("spilled=")
     std::uint64_t allocations = 0;          ///< kernel buffers the binds made (blocks, spills)

@@ -74,6 +74,10 @@ public:
     std::size_t capacity() const noexcept { return buffer_.size(); }
     std::size_t remaining() const noexcept { return buffer_.size() - used_; }
     bool empty() const noexcept { return used_ == 0; }
+    /// The device VA of the next packet (0 if the buffer's is unknown).
+    std::uint64_t next_device_va() const noexcept {
+        return device_va_ == 0 ? 0 : device_va_ + used_;
+    }
     /// Whether a packet of @bytes fits in the room left.
     bool fits(std::size_t bytes) const noexcept { return bytes <= remaining(); }
     /// Starts over (the bytes written stay in the buffer).

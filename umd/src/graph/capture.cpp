@@ -149,8 +149,12 @@ Graph Capture::finish() {
     for (std::size_t i = 0; i < created.size(); i++)
         alive[i] = created[i].lock();
 
-    // Execution storage: the outputs first (in creation order), then the
-    // intermediates the nodes use, each at a 256-byte aligned offset.
+    // Execution storage: the outputs first (in creation order), each at a
+    // 256-byte aligned offset; then the intermediates, placed at their first
+    // use in a region an intermediate whose last use has passed freed (the
+    // smallest that fits), else after the others.  A reused region makes
+    // the new occupant's first writer depend on the old one's last writer
+    // and readers (below), so nodes that may run at once never share bytes.
     std::unordered_map<std::uint64_t, std::uint64_t> region; // id -> offset
     std::uint64_t at = 0;
     for (std::size_t i = 0; i < alive.size(); i++)
@@ -160,14 +164,21 @@ Graph Capture::finish() {
                 {created_ids[i], at, alive[i]->nbytes(), alive[i]->element_type()});
             at = align_region(at + alive[i]->nbytes());
         }
-    for (const RecordedNode& n : nodes)
-        for (const RecordedSlot& s : n.slots)
-            if (s.used && !s.boundary && region.count(s.id) == 0) {
-                region[s.id] = at;
-                at = align_region(at + s.nbytes);
-            }
-    def->exec_bytes = at;
-    x->exec_bytes = at;
+    std::unordered_map<std::uint64_t, std::size_t> last_use; // intermediate id -> node
+    for (std::size_t i = 0; i < nodes.size(); i++)
+        for (const RecordedSlot& s : nodes[i].slots)
+            if (s.used && !s.boundary &&
+                std::find_if(x->outputs.begin(), x->outputs.end(),
+                             [&](const Executable::Output& o) { return o.id == s.id; }) ==
+                    x->outputs.end())
+                last_use[s.id] = i;
+    struct FreeRegion {
+        std::uint64_t offset = 0;
+        std::uint64_t bytes = 0;
+        std::uint64_t previous = 0; ///< the id that held it
+    };
+    std::vector<FreeRegion> free_regions;
+    std::unordered_map<std::uint64_t, std::uint64_t> region_bytes; // intermediate id -> bytes
 
     // Boundary tensors in order of first use; dependencies per storage.
     struct Use {
@@ -186,6 +197,25 @@ Graph Capture::finish() {
     def->rows.push_back(0);
     for (std::size_t i = 0; i < nodes.size(); i++) {
         const RecordedNode& rn = nodes[i];
+        for (const RecordedSlot& s : rn.slots) {
+            if (!s.used || s.boundary || region.count(s.id) != 0)
+                continue;
+            const std::uint64_t need = align_region(s.nbytes);
+            auto best = free_regions.end();
+            for (auto f = free_regions.begin(); f != free_regions.end(); ++f)
+                if (f->bytes >= need && (best == free_regions.end() || f->bytes < best->bytes))
+                    best = f;
+            if (best != free_regions.end()) {
+                region[s.id] = best->offset;
+                region_bytes[s.id] = best->bytes;
+                deps[s.id] = deps[best->previous]; // ordered after the old occupant
+                free_regions.erase(best);
+            } else {
+                region[s.id] = at;
+                region_bytes[s.id] = need;
+                at += need;
+            }
+        }
         rbln_fw_graph_node node{};
         node.op = rn.op;
         std::memcpy(node.pkt.bytes, rn.pkt.data(), sizeof(node.pkt.bytes));
@@ -240,7 +270,17 @@ Graph Capture::finish() {
         if (prods.empty())
             def->roots.push_back(static_cast<std::uint16_t>(i));
         def->nodes.push_back(node);
+        for (const RecordedSlot& s : rn.slots)
+            if (s.used && !s.boundary) {
+                auto lu = last_use.find(s.id);
+                if (lu != last_use.end() && lu->second == i) {
+                    free_regions.push_back({region[s.id], region_bytes[s.id], s.id});
+                    last_use.erase(lu);
+                }
+            }
     }
+    def->exec_bytes = at;
+    x->exec_bytes = at;
     for (std::size_t b = 0; b < x->inputs.size(); b++) {
         const Use& u = uses[b];
         const GraphDirection dir = !u.written ? GraphDirection::In

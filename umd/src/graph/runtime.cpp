@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "exec/command.hpp"
@@ -159,6 +160,11 @@ void Runtime::rebuild_locked(SlotBlock& slot, std::uint64_t capacity) {
         // them alive): a new block never moves what they read.
         slot.device = BoMemory::create_device(device_.kernel_ptr(), capacity);
         slot.staging = BoMemory::create_host(device_.kernel_ptr(), capacity);
+        // Touched once now, a byte a page, so that building into it later
+        // costs the build and not first-touch page faults (the block is
+        // retained: this is part of making it, not of any bind).
+        for (std::uint64_t off = 0; off < capacity; off += 4096)
+            slot.staging->host_data()[off] = std::byte{0};
         slot.capacity = capacity;
         stats_.allocations += 2;
     }
@@ -201,70 +207,118 @@ std::uint64_t Runtime::replay(Stream& stream, BindRequest req) {
     std::uint64_t def_va = 0;
     std::size_t used = slots_.size();
     bool ships = false;
-    for (std::size_t s = 0; s < slots_.size() && used == slots_.size(); s++)
-        if (auto at = slots_[s].at.find(key); at != slots_[s].at.end()) {
-            used = s; // there already: no copy
-            def_va = slots_[s].device->device_va() + at->second;
-        }
-    if (used == slots_.size()) {
-        used = writable_slot_locked(stream);
-        SlotBlock& slot = slots_[used];
-        const std::uint64_t target = std::max(block_target_, options_.block_bytes);
-        std::uint64_t ship_from = slot.cursor;
-        const std::uint32_t obj = def->object_bytes();
-        if (!slot.device || slot.capacity < target ||
-            (slot.cursor + obj > slot.capacity && slot.garbage > 0)) {
-            rebuild_locked(slot, std::max(target, slot.capacity));
-            ship_from = 0;
-        }
-        if (slot.cursor + obj <= slot.capacity) {
-            const std::uint64_t off = slot.cursor;
-            build_at_locked(slot, *def, off);
-            slot.at[key] = off;
-            slot.cursor = align16(off + obj);
-            def_va = slot.device->device_va() + off;
-        } else {
-            // Spilled: built in buffers of its own, copied in; the blocks
-            // grow for the next bind.
-            auto host = BoMemory::create_host(device_.kernel_ptr(), obj);
-            auto dev = BoMemory::create_device(device_.kernel_ptr(), obj);
-            stats_.allocations += 2;
+    std::vector<std::byte> inline_image; ///< Inline: the image this submission carries
+    std::shared_ptr<Memory> table_copy;  ///< PerObject: this replay's boundary table
+    if (policy_ == UploadPolicy::Inline) {
+        const std::uint64_t t0 = now_ns();
+        inline_image.resize(def->object_bytes()); // the allocation (zero filled)
+        def->build(inline_image);
+        stats_.build_ns += now_ns() - t0;
+        stats_.allocations++;
+        stats_.definitions_uploaded++;
+        stats_.copies++; // into the command buffer
+        stats_.upload_bytes += inline_image.size();
+    } else if (policy_ == UploadPolicy::PerObject) {
+        auto obj = objects_.find(key);
+        if (obj == objects_.end()) {
+            const std::uint32_t bytes = def->object_bytes();
+            auto host = BoMemory::create_host(device_.kernel_ptr(), bytes);
+            auto dev = BoMemory::create_device(device_.kernel_ptr(), bytes);
             const std::uint64_t t0 = now_ns();
-            def->build(std::span<std::byte>(host->host_data(), obj));
+            std::memset(host->host_data(), 0, bytes);
+            def->build(std::span<std::byte>(host->host_data(), bytes));
             stats_.build_ns += now_ns() - t0;
+            stats_.allocations += 2;
             stats_.definitions_uploaded++;
-            stats_.spilled++;
-            copies.push_back({host->device_va(), dev->device_va(), obj});
-            def_va = dev->device_va();
+            copies.push_back({host->device_va(), dev->device_va(), bytes});
             bufs.push_back(host);
-            bufs.push_back(dev);
-            block_target_ = next_pow2(std::max(slot.capacity * 2, slot.cursor + obj));
+            obj = objects_.emplace(key, dev).first;
         }
-        if (slot.cursor > ship_from) {
-            copies.insert(copies.begin(),
-                          Copy{slot.staging->device_va() + ship_from,
-                               slot.device->device_va() + ship_from, slot.cursor - ship_from});
-            ships = true;
-            bufs.push_back(slot.staging);
+        def_va = obj->second->device_va();
+        bufs.push_back(obj->second);
+        if (!req.bindings.empty()) {
+            table_copy = BoMemory::create_device(
+                device_.kernel_ptr(), req.bindings.size() * sizeof(rbln_fw_graph_binding));
+            stats_.allocations++;
+            bufs.push_back(table_copy);
         }
+    } else {
+        for (std::size_t s = 0; s < slots_.size() && used == slots_.size(); s++)
+            if (auto at = slots_[s].at.find(key); at != slots_[s].at.end()) {
+                used = s; // there already: no copy
+                def_va = slots_[s].device->device_va() + at->second;
+            }
+        if (used == slots_.size()) {
+            used = writable_slot_locked(stream);
+            SlotBlock& slot = slots_[used];
+            const std::uint64_t target = std::max(block_target_, options_.block_bytes);
+            std::uint64_t ship_from = slot.cursor;
+            const std::uint32_t obj = def->object_bytes();
+            if (!slot.device || slot.capacity < target ||
+                (slot.cursor + obj > slot.capacity && slot.garbage > 0)) {
+                rebuild_locked(slot, std::max(target, slot.capacity));
+                ship_from = 0;
+            }
+            if (slot.cursor + obj <= slot.capacity) {
+                const std::uint64_t off = slot.cursor;
+                build_at_locked(slot, *def, off);
+                slot.at[key] = off;
+                slot.cursor = align16(off + obj);
+                def_va = slot.device->device_va() + off;
+            } else {
+                // Spilled: built in buffers of its own, copied in; the blocks
+                // grow for the next bind.
+                auto host = BoMemory::create_host(device_.kernel_ptr(), obj);
+                auto dev = BoMemory::create_device(device_.kernel_ptr(), obj);
+                stats_.allocations += 2;
+                const std::uint64_t t0 = now_ns();
+                def->build(std::span<std::byte>(host->host_data(), obj));
+                stats_.build_ns += now_ns() - t0;
+                stats_.definitions_uploaded++;
+                stats_.spilled++;
+                copies.push_back({host->device_va(), dev->device_va(), obj});
+                def_va = dev->device_va();
+                bufs.push_back(host);
+                bufs.push_back(dev);
+                block_target_ = next_pow2(std::max(slot.capacity * 2, slot.cursor + obj));
+            }
+            if (slot.cursor > ship_from) {
+                copies.insert(copies.begin(),
+                              Copy{slot.staging->device_va() + ship_from,
+                                   slot.device->device_va() + ship_from, slot.cursor - ship_from});
+                ships = true;
+                bufs.push_back(slot.staging);
+            }
+        }
+        bufs.push_back(slots_[used].device);
     }
-    bufs.push_back(slots_[used].device);
 
     const std::span<const std::byte> table = std::as_bytes(std::span(req.bindings));
     const std::size_t max_bytes = (table.empty() ? 0 : 8 + table.size()) +
-                                  copies.size() * PacketSize::copy + PacketSize::graph_exec;
+                                  (inline_image.empty() ? 0 : 16 + inline_image.size()) +
+                                  (copies.size() + 1) * PacketSize::copy + PacketSize::graph_exec;
     const auto boundary_count = static_cast<std::uint32_t>(req.bindings.size());
     const std::uint64_t exec_va = req.exec ? req.exec->device_va() : 0;
     const std::uint64_t exec_bytes = req.exec ? req.exec_bytes : 0;
     const std::uint64_t n = stream.enqueue(
         max_bytes,
         [&](CommandEncoder& e) {
-            const std::uint64_t table_va = table.empty() ? 0 : e.nop_payload(table);
+            std::uint64_t table_va = table.empty() ? 0 : e.nop_payload(table);
+            std::uint64_t object_va = def_va;
+            if (!inline_image.empty()) {
+                if ((e.next_device_va() + 8) % 16 != 0)
+                    e.nop(); // the object's VA is 16-byte aligned
+                object_va = e.nop_payload(inline_image);
+            }
             for (const Copy& c : copies)
                 e.copy(c.src, c.dst, c.size);
+            if (table_copy) {
+                e.copy(table_va, table_copy->device_va(), table.size());
+                table_va = table_copy->device_va();
+            }
             rbln_fw_pkt_graph_exec g{};
             g.boundary_count = boundary_count;
-            g.definition = def_va;
+            g.definition = object_va;
             g.boundaries = table_va;
             g.exec = exec_va;
             g.exec_bytes = exec_bytes;
@@ -274,14 +328,19 @@ std::uint64_t Runtime::replay(Stream& stream, BindRequest req) {
 
     const JobRef ref{stream.state(), stream.queue_id(), n};
     entry.last_use = ref;
-    slots_[used].last_use = ref;
-    if (ships)
-        slots_[used].last_copy = ref;
+    if (used < slots_.size()) {
+        slots_[used].last_use = ref;
+        if (ships)
+            slots_[used].last_copy = ref;
+    }
     stats_.replays++;
     stats_.binds++;
-    stats_.copies += copies.size();
+    stats_.table_bytes += table.size();
+    stats_.copies += copies.size() + (table_copy ? 1 : 0);
     for (const Copy& c : copies)
         stats_.upload_bytes += c.size;
+    if (table_copy)
+        stats_.upload_bytes += table.size();
     return n;
 }
 
@@ -307,6 +366,11 @@ void Runtime::set_options(const GraphCacheOptions& options) {
                     "the device has replayed graphs already; set the options before the first "
                     "replay");
     options_ = options;
+}
+
+void Runtime::set_policy(UploadPolicy policy) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    policy_ = policy;
 }
 
 void Runtime::count_capture() {

@@ -29,6 +29,16 @@ struct StreamState;
 
 namespace rbln::detail::graph {
 
+/// How a bind gets the Definition to the card.  Retained is the product
+/// (rbln/graph.hpp); Inline and PerObject are the designs it replaced, kept
+/// for the benchmark (tests/bench/graph_bench.cpp) and reachable only
+/// through this internal header.
+enum class UploadPolicy : std::uint8_t {
+    Retained,  ///< per slot: a retained block, built in place, one copy per bind
+    Inline,    ///< B0: the whole image built (zero fill first) and carried in every submission
+    PerObject, ///< B1: one device object per key, plus one allocation + copy per replay
+};
+
 /// A job of a stream (what a slot or a Definition was last used by).
 struct JobRef {
     std::weak_ptr<StreamState> stream;
@@ -59,6 +69,8 @@ public:
     void set_options(const GraphCacheOptions& options);
     void count_capture();
     void count_recompile();
+    /// Benchmarks only (see UploadPolicy).
+    void set_policy(UploadPolicy policy);
 
 private:
     struct Entry {
@@ -92,6 +104,8 @@ private:
     Device& device_;
     mutable std::mutex mutex_;
     GraphCacheOptions options_;
+    UploadPolicy policy_ = UploadPolicy::Retained;
+    std::unordered_map<std::uint64_t, std::shared_ptr<Memory>> objects_; ///< PerObject's
     bool used_ = false;
     std::uint64_t tick_ = 0;
     std::uint64_t block_target_ = 0; ///< the size blocks grow to (0: options_.block_bytes)

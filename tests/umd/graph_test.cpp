@@ -148,6 +148,32 @@ TEST(Graph, FanOutAndFanInBecomeEdgesAndLevels) {
     EXPECT_EQ(c.plan.level_begin, (std::vector<std::uint32_t>{0, 2, 4, 5}));
 }
 
+TEST(Graph, ADeadIntermediatesBytesAreReusedAfterItsLastReader) {
+    GraphCard c;
+    Stream& s = *c.stream;
+    auto x = c.view({64}); // 256 B
+    s.begin_capture();
+    StorageView v = x;
+    for (int i = 0; i < 4; i++) { // a, b, c, y: a chain
+        auto o = c.view({64});
+        ops::scale(s, o, v, 2.0F);
+        v = o;
+    }
+    Graph g = s.end_capture();
+    // y (the output), then a and b; c (written by node 2) takes a's bytes,
+    // dead after node 1 read it.
+    EXPECT_EQ(g.execution_bytes(), 3u * 256u);
+    const auto& def = *g.state()->def;
+    EXPECT_EQ(def.nodes[2].reloc[2].offset, def.nodes[0].reloc[2].offset) << "c reuses a";
+    // Node 2 writes a's old bytes: after node 0 (a's writer) and node 1
+    // (its reader); node 3 after node 2.
+    EXPECT_EQ(def.rows, (std::vector<std::uint32_t>{0, 0, 1, 3, 4}));
+    EXPECT_EQ(def.prods, (std::vector<std::uint16_t>{0, 0, 1, 2}));
+    g.replay(s);
+    s.synchronize();
+    EXPECT_EQ(c.accepted, 1) << (c.last_error ? c.last_error->why : "");
+}
+
 TEST(Graph, BoundaryTensorsAreInOutOrInOutByUse) {
     GraphCard c;
     Stream& s = *c.stream;

@@ -11,6 +11,7 @@
 #   make demo          deps, build, then rbln-smi + a workload in the VM (quiet)
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
 #   make bench-sqpoll  the submission rows with parallel vCPUs (SQPOLL needs them)
+#   make bench-graph   graph upload designs (B0/B1/B2) against eager, in the VM
 #   make fuzz          libFuzzer targets, ASan + UBSan (FUZZ_SECONDS per target)
 #   make vm CMD="..."  run a command inside the VM with emulated cards
 #   make dkms-install  dkms add/build/install for the VM kernel
@@ -36,7 +37,7 @@ PREFIX  ?= /usr/local
 VM      := $(TOP)/tools/vm/rbln-vm
 SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
-.PHONY: all deps kernel userspace test demo bench bench-sqpoll vm dkms-install install lint \
+.PHONY: all deps kernel userspace test demo bench bench-sqpoll bench-graph vm dkms-install install lint \
         lint-kernel lint-user test-host test-vm test-vm-debug test-debug fuzz clean help \
         torch test-torch
 
@@ -144,6 +145,15 @@ bench-sqpoll: deps
 	$(MAKE) all
 	RBLN_VM_TCG_THREAD=multi $(VM) -q --cards $(CARDS) --family $(FAMILY) --hbm $(HBM) \
 		$(VMARGS) -- $(CMAKE_B)/tests/bench/rbln_submit_bench --only jobs
+
+# Graph upload (tests/bench/README.md): a 277-node step replayed 40 times
+# per step, B0 inline / B1 per-object / B2 retained / eager interleaved for
+# ROUNDS rounds; ends with the "graph-bench:" line.
+ROUNDS ?= 6
+bench-graph: deps
+	$(MAKE) all
+	$(VM) -q --cards 1 --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \
+		$(CMAKE_B)/tests/bench/rbln_graph_bench --rounds $(ROUNDS)
 
 # The bounded soak (tests/soak/README.md): two cards, random librbln work
 # checked against the CPU, rbln-smi in a loop and chiplet hangs, for

@@ -3,11 +3,12 @@
 // copied into a storage without blocking, an operator job on a stream,
 // copies out of and between storages, record_stream, placement and the
 // per-process memory fraction (rbln_ops.h, rbln_storage.h, rbln_alloc.h,
-// rbln_host.h must be valid C).  Run by c_api_ops_test.cpp over a fake
+// rbln_host.h and rbln_graph.h must be valid C).  Run by c_api_ops_test.cpp over a fake
 // card and by rbln_memory_vm_test.cpp on the emulated one.
 
 #include "rbln/rbln.h"
 #include "rbln/rbln_alloc.h"
+#include "rbln/rbln_graph.h" /* strict C too */
 #include "rbln/rbln_host.h"
 #include "rbln/rbln_ops.h"
 #include "rbln/rbln_storage.h"

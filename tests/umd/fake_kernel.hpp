@@ -106,6 +106,11 @@ public:
     bool complete_on_blocking_wait = true;
     /// Completed jobs run their packets (else they only complete).
     bool run_packets = false;
+    /// With run_packets, a GRAPH_EXEC packet is handed to this (its result:
+    /// 0 or -errno, the job's); unset, GRAPH_EXEC fails the job (-EINVAL).
+    std::function<int(FakeKernel& kernel, const rbln_fw_pkt_graph_exec& packet)> graph_exec;
+    /// GRAPH_EXEC packets run so far.
+    std::uint64_t graph_execs = 0;
     /// The fake card clock TIMESTAMP packets store (advances 1000 ns each).
     std::uint64_t clock_ns = 1000000;
     /// The CPU view of device VA @va (nullptr if no buffer holds it).
@@ -505,6 +510,16 @@ private:
                     return -EFAULT;
                 clock_ns += 1000;
                 std::memcpy(d, &clock_ns, 8);
+                break;
+            }
+            case RBLN_FW_PKT_GRAPH_EXEC: {
+                rbln_fw_pkt_graph_exec g{};
+                std::memcpy(&g, pkt, std::min<std::size_t>(sizeof(g), bytes));
+                graph_execs++;
+                if (!graph_exec)
+                    return -EINVAL;
+                if (const int err = graph_exec(*this, g); err != 0)
+                    return err;
                 break;
             }
             default:

@@ -65,12 +65,13 @@ step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
-step "librbln streams, events, copies, memory (explain), host memory and RDMA into it, 2 Rebel100 cards" \
+step "librbln streams, events, copies, memory (explain), host memory, graphs and RDMA into host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_host_vm_tests' &&
+	 '$top/build/cmake/tests/integration/rbln_graph_vm_tests' &&
 	 '$top/tools/scripts/rdma-rxe-setup.sh' &&
 	 RBLN_RDMA=1 '$top/build/cmake/tests/integration/rbln_rdma_host_vm_tests'"
 # torch_rbln's pytest (tests/torch/README.md): the documented examples and

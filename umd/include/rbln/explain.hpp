@@ -35,6 +35,13 @@
 //                  another device waited on the host;
 //   LazyCommit     a lazy storage got its device memory (first device use,
 //                  data_ptr(), bind_device_memory(), ...).
+// Graph replays and recompiles (rbln/graph.hpp) are counted, not recorded
+// (neither is a host round trip): counts() has them and, when there was
+// one, the report adds the lines
+//   "  graphs: R replays, C recompiles" and
+//   "  graph_upload defs=D bytes=B copies=K spilled=S"
+// (Definitions built into a block, bytes and COPY packets of the binds,
+// Definitions that did not fit the blocks).
 // Not recorded: the caller's own Stream/Event/Device synchronize() calls
 // (the caller asked for them) and the caching allocator's own waits (its
 // out-of-memory retry; see num_alloc_retries in its statistics).
@@ -155,6 +162,14 @@ struct ExplainCounts {
     std::uint64_t lazy_commits = 0;
     std::uint64_t commit_bytes = 0;
     std::uint64_t signals = 0;
+    // Graphs (rbln/graph.hpp): replays and GraphFunction recompiles, and
+    // what the replays' binds uploaded (the report's graph_upload line).
+    std::uint64_t graph_replays = 0;
+    std::uint64_t graph_recompiles = 0;
+    std::uint64_t graph_defs = 0;         ///< Definitions built into a block
+    std::uint64_t graph_upload_bytes = 0; ///< bytes the binds copied
+    std::uint64_t graph_copies = 0;       ///< COPY packets of the binds
+    std::uint64_t graph_spilled = 0;      ///< Definitions built outside the blocks
 };
 
 class ExplainRegion {

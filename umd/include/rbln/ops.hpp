@@ -63,6 +63,11 @@ void matmul(Stream& stream, const StorageView& out, const StorageView& a, const 
 void copy(Stream& stream, const StorageView& dst, const StorageView& src,
           rbln::source_location where = rbln::source_location::current());
 
+/// Sets every element of contiguous @out to @value (converted to out's
+/// element type, round to nearest even): one FILL on @stream.
+void fill(Stream& stream, const StorageView& out, float value,
+          rbln::source_location where = rbln::source_location::current());
+
 /// Storage::write of @data at @dst's first element (@dst contiguous and at
 /// least @data's size).
 void from_host(const StorageView& dst, std::span<const std::byte> data,

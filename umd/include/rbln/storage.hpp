@@ -220,6 +220,10 @@ public:
 
     /// Commits now if lazy (no data moves).
     void commit();
+    /// Internal (graph replays): gives a storage that has no device memory
+    /// yet @memory, written by the job just enqueued on @writer (so it is
+    /// device-latest).  Errc::InvalidArgument if it is resident already.
+    RBLN_LOCAL void adopt_device_memory(std::shared_ptr<Memory> memory, Stream& writer);
     DeviceLayout device_layout() const;
     /// The layout an operation left the device memory in (no data moves).
     void set_device_layout(DeviceLayout layout);

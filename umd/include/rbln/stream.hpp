@@ -56,6 +56,7 @@ namespace rbln {
 
 class Device;
 class Event;
+class Graph;
 
 enum class StreamPriority : std::uint32_t { Low = 0, Normal = 1, High = 2 };
 
@@ -77,6 +78,14 @@ public:
     /// never-recorded event is a no-op.  An event of another device is
     /// waited for on the host (no device-side fence reaches across cards).
     void wait_event(const Event& event);
+
+    /// Graph capture (rbln/graph.hpp, include it for Graph): until
+    /// end_capture(), the rbln::ops calls on this stream are recorded into
+    /// a graph instead of run; low-level work (fill(), copy(), events) on a
+    /// capturing stream is refused (Errc::InvalidArgument).
+    void begin_capture();
+    Graph end_capture();
+    bool capturing() const;
 
     /// FILL of @size bytes of @memory at @offset with a 1/2/4/8-byte pattern.
     void fill(const std::shared_ptr<Memory>& memory, std::uint64_t offset, std::uint64_t size,

@@ -49,6 +49,7 @@ struct ExplainState {
     mutable std::mutex mutex;
     std::vector<ExplainRecord> records;               // guarded
     std::unordered_map<std::uint64_t, Seen> storages; // guarded
+    ExplainGraph graph;                               // guarded
 };
 
 namespace {
@@ -204,6 +205,19 @@ void explain_record_copy(const CopyPlan& plan, std::uint64_t bytes, bool non_blo
     });
 }
 
+void explain_record_graph(const ExplainGraph& g) {
+    if (t_explain.regions.empty())
+        return;
+    for_each_region([&](ExplainState& r) {
+        r.graph.replays += g.replays;
+        r.graph.recompiles += g.recompiles;
+        r.graph.defs += g.defs;
+        r.graph.bytes += g.bytes;
+        r.graph.copies += g.copies;
+        r.graph.spilled += g.spilled;
+    });
+}
+
 void explain_record_wait(ExplainCause cause, const char* why) {
     if (t_explain.regions.empty())
         return;
@@ -338,6 +352,13 @@ ExplainCounts ExplainRegion::counts() const {
             break;
         }
     }
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    c.graph_replays = s_->graph.replays;
+    c.graph_recompiles = s_->graph.recompiles;
+    c.graph_defs = s_->graph.defs;
+    c.graph_upload_bytes = s_->graph.bytes;
+    c.graph_copies = s_->graph.copies;
+    c.graph_spilled = s_->graph.spilled;
     return c;
 }
 
@@ -389,6 +410,13 @@ std::string ExplainRegion::report() const {
            ")  sync waits: " + std::to_string(c.sync_waits) +
            "  lazy commits: " + std::to_string(c.lazy_commits) + " (" +
            human_bytes(c.commit_bytes) + ")\n";
+    if (c.graph_replays != 0 || c.graph_recompiles != 0)
+        out += "  graphs: " + std::to_string(c.graph_replays) + " replays, " +
+               std::to_string(c.graph_recompiles) +
+               " recompiles\n  graph_upload defs=" + std::to_string(c.graph_defs) +
+               " bytes=" + std::to_string(c.graph_upload_bytes) +
+               " copies=" + std::to_string(c.graph_copies) +
+               " spilled=" + std::to_string(c.graph_spilled) + "\n";
     if (c.signals == 0)
         return out;
     out += "  " + pad("#", 4) + pad("signal", 15) + pad("bytes", 12) + pad("storage", 9) +

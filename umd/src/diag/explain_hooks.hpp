@@ -29,6 +29,23 @@ void explain_record_copy(const CopyPlan& plan, std::uint64_t bytes, bool non_blo
                          bool drained);
 void explain_record_wait(ExplainCause cause, const char* why);
 
+/// What a graph replay or recompile adds to the regions (graph.cpp).
+struct ExplainGraph {
+    std::uint64_t replays = 0;
+    std::uint64_t recompiles = 0;
+    std::uint64_t defs = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t copies = 0;
+    std::uint64_t spilled = 0;
+};
+void explain_record_graph(const ExplainGraph& g);
+
+/// A graph replay or recompile on this thread.
+inline void explain_graph(const ExplainGraph& g) {
+    if (explain_any())
+        explain_record_graph(g);
+}
+
 /// A lazy storage got its device memory.
 inline void explain_commit(std::uint64_t storage, std::uint64_t bytes) {
     if (explain_any())

@@ -20,6 +20,7 @@ static_assert(PacketSize::signal == sizeof(rbln_fw_pkt_signal));
 static_assert(PacketSize::wait == sizeof(rbln_fw_pkt_wait));
 static_assert(PacketSize::timestamp == sizeof(rbln_fw_pkt_timestamp));
 static_assert(PacketSize::launch == sizeof(rbln_fw_pkt_launch));
+static_assert(PacketSize::graph_exec == sizeof(rbln_fw_pkt_graph_exec));
 
 namespace {
 
@@ -37,7 +38,8 @@ void check_aligned(const char* packet, const char* field, std::uint64_t va) {
 
 } // namespace
 
-CommandEncoder::CommandEncoder(std::span<std::byte> buffer) : buffer_(buffer) {
+CommandEncoder::CommandEncoder(std::span<std::byte> buffer, std::uint64_t device_va)
+    : buffer_(buffer), device_va_(device_va) {
     if (reinterpret_cast<std::uintptr_t>(buffer.data()) % 8 != 0)
         bad("command buffer", "the buffer is not 8-byte aligned");
     if (buffer_.size() > RBLN_FW_CMD_MAX)
@@ -135,7 +137,7 @@ void CommandEncoder::timestamp(std::uint64_t va) {
     append(p, "TIMESTAMP");
 }
 
-void CommandEncoder::launch(const KernelLaunch& l) {
+rbln_fw_pkt_launch CommandEncoder::launch_packet(const KernelLaunch& l) {
     if (l.kernel < RBLN_FW_KERNEL_ADD || l.kernel > RBLN_FW_KERNEL_CAST)
         bad("LAUNCH", "unknown kernel " + std::to_string(l.kernel));
     for (std::uint32_t dt : {l.dtype_in, l.dtype_out})
@@ -155,11 +157,11 @@ void CommandEncoder::launch(const KernelLaunch& l) {
     p.dtype_out = l.dtype_out;
     p.ndim = l.ndim;
     p.scale = l.kernel == RBLN_FW_KERNEL_SCALE ? std::bit_cast<std::uint32_t>(l.scale) : 0;
+    // Only ADD, MUL and MATMUL read b; the others leave its fields zero.
+    const bool has_b = l.kernel == RBLN_FW_KERNEL_ADD || l.kernel == RBLN_FW_KERNEL_MUL ||
+                       l.kernel == RBLN_FW_KERNEL_MATMUL;
     p.a = l.a;
-    p.b = (l.kernel == RBLN_FW_KERNEL_ADD || l.kernel == RBLN_FW_KERNEL_MUL ||
-           l.kernel == RBLN_FW_KERNEL_MATMUL)
-              ? l.b
-              : 0;
+    p.b = has_b ? l.b : 0;
     p.out = l.out;
     // Dimensions past ndim must be zero (MATMUL's shape has a third entry, K).
     const unsigned dims = l.kernel == RBLN_FW_KERNEL_MATMUL ? 3 : l.ndim;
@@ -167,10 +169,35 @@ void CommandEncoder::launch(const KernelLaunch& l) {
         p.shape[d] = l.shape[d];
     for (unsigned d = 0; d < l.ndim; d++) {
         p.stride_a[d] = l.stride_a[d];
-        p.stride_b[d] = p.b != 0 ? l.stride_b[d] : 0;
+        p.stride_b[d] = has_b ? l.stride_b[d] : 0;
         p.stride_out[d] = l.stride_out[d];
     }
-    append(p, "LAUNCH");
+    return p;
+}
+
+void CommandEncoder::launch(const KernelLaunch& l) {
+    append(launch_packet(l), "LAUNCH");
+}
+
+std::uint64_t CommandEncoder::nop_payload(std::span<const std::byte> payload) {
+    if (device_va_ == 0)
+        bad("NOP", "the command buffer's device VA is unknown: a payload cannot be addressed");
+    const std::size_t bytes = 8 + (payload.size() + 7) / 8 * 8;
+    nop(bytes); // checks the size and the room; zeroes the body
+    std::byte* body = buffer_.data() + used_ - bytes + 8;
+    if (!payload.empty())
+        std::memcpy(body, payload.data(), payload.size());
+    return device_va_ + (used_ - bytes) + 8;
+}
+
+void CommandEncoder::graph_exec(const rbln_fw_pkt_graph_exec& g) {
+    if (g.definition % 16 != 0)
+        bad("GRAPH_EXEC", "definition " + std::to_string(g.definition) + " is not 16-byte aligned");
+    check_aligned("GRAPH_EXEC", "boundaries", g.boundaries);
+    rbln_fw_pkt_graph_exec p = g;
+    p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_GRAPH_EXEC, 0, sizeof(p));
+    p.reserved = 0;
+    append(p, "GRAPH_EXEC");
 }
 
 } // namespace rbln

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <span>
 
+#include "rbln_fw_cmd.h"
+
 namespace rbln {
 
 /// Bytes of each packet (the structs of rbln_fw_cmd.h).
@@ -29,6 +31,7 @@ struct PacketSize {
     static constexpr std::size_t wait = 32;
     static constexpr std::size_t timestamp = 16;
     static constexpr std::size_t launch = 176;
+    static constexpr std::size_t graph_exec = 48;
 };
 
 /// COPY_STRIDED: depth planes of height rows of width bytes; row r of plane p
@@ -63,13 +66,18 @@ struct KernelLaunch {
 
 class CommandEncoder {
 public:
-    /// Encodes into @buffer (8-byte aligned; at most 1 MiB is used).
-    explicit CommandEncoder(std::span<std::byte> buffer);
+    /// Encodes into @buffer (8-byte aligned; at most 1 MiB is used) whose
+    /// byte 0 the card sees at @device_va (0: unknown; nop_payload() needs it).
+    explicit CommandEncoder(std::span<std::byte> buffer, std::uint64_t device_va = 0);
 
     std::size_t size() const noexcept { return used_; }
     std::size_t capacity() const noexcept { return buffer_.size(); }
     std::size_t remaining() const noexcept { return buffer_.size() - used_; }
     bool empty() const noexcept { return used_ == 0; }
+    /// The device VA of the next packet (0 if the buffer's is unknown).
+    std::uint64_t next_device_va() const noexcept {
+        return device_va_ == 0 ? 0 : device_va_ + used_;
+    }
     /// Whether a packet of @bytes fits in the room left.
     bool fits(std::size_t bytes) const noexcept { return bytes <= remaining(); }
     /// Starts over (the bytes written stay in the buffer).
@@ -92,11 +100,24 @@ public:
     void timestamp(std::uint64_t va);
     /// LAUNCH of a built-in kernel.
     void launch(const KernelLaunch& l);
+    /// A NOP whose body (after its 8-byte header) carries @payload, padded
+    /// with zeros to 8 bytes: data a later packet of the job reads (a
+    /// GRAPH_EXEC boundary table).  Returns the payload's device VA (8-byte
+    /// aligned).  Needs the buffer's device VA (constructor).
+    std::uint64_t nop_payload(std::span<const std::byte> payload);
+    /// GRAPH_EXEC (rbln_fw_graph.h): @definition 16-byte aligned, @boundaries
+    /// 8-byte aligned (or 0 with @boundary_count 0).
+    void graph_exec(const rbln_fw_pkt_graph_exec& g);
+
+    /// The LAUNCH packet of @l (header included), checked as launch() checks
+    /// it.  Graph nodes hold it with their addresses zero.
+    static rbln_fw_pkt_launch launch_packet(const KernelLaunch& l);
 
 private:
     template <typename Packet> void append(const Packet& p, const char* what);
 
     std::span<std::byte> buffer_;
+    std::uint64_t device_va_ = 0;
     std::size_t used_ = 0;
 };
 

@@ -4,10 +4,14 @@
 #include "rbln/ops.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "exec/command.hpp"
+#include "graph/capture.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
 #include "rbln/explain.hpp"
@@ -88,6 +92,28 @@ DeviceAccess out_access(const StorageView& out, std::initializer_list<const Stor
     return DeviceAccess::Write;
 }
 
+std::uint64_t byte_offset(const StorageView& v) {
+    return v.offset * element_size(v.storage->element_type());
+}
+
+/// While a capture is open somewhere: records the op if @stream captures
+/// (true: nothing more to do), else refuses storages an open capture made
+/// on another stream.
+template <typename Pkt>
+bool captured(const char* op, Stream& stream, std::uint32_t opcode, const Pkt& pkt,
+              const std::array<detail::graph::Slot, RBLN_FW_GRAPH_OPERANDS>& slots) {
+    if (!detail::graph::any_capture())
+        return false;
+    if (auto cap = detail::graph::capture_of(stream)) {
+        cap->record(opcode, std::as_bytes(std::span<const Pkt>(&pkt, 1)), slots);
+        return true;
+    }
+    for (const auto& s : slots)
+        if (s.storage)
+            detail::graph::check_outside_use(op, s.storage->id(), &stream);
+    return false;
+}
+
 void copy_strides(std::array<std::int64_t, 4>& to, const std::vector<std::int64_t>& from) {
     std::copy(from.begin(), from.end(), to.begin());
 }
@@ -121,6 +147,16 @@ void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const Sto
         l.shape[d] = static_cast<std::uint64_t>(so.sizes[d]);
     copy_strides(l.stride_a, sa.strides);
     copy_strides(l.stride_out, so.strides);
+    if (b != nullptr)
+        copy_strides(l.stride_b, shape_of(*b).strides);
+    const DeviceAccess oa = b != nullptr ? out_access(out, {&a, b}) : out_access(out, {&a});
+    if (captured(op, stream, RBLN_FW_PKT_LAUNCH, CommandEncoder::launch_packet(l),
+                 {detail::graph::Slot{a.storage, byte_offset(a), DeviceAccess::Read},
+                  b != nullptr
+                      ? detail::graph::Slot{b->storage, byte_offset(*b), DeviceAccess::Read}
+                      : detail::graph::Slot{},
+                  detail::graph::Slot{out.storage, byte_offset(out), oa}}))
+        return;
 
     std::vector<std::shared_ptr<Memory>> bufs;
     const auto& ma = a.storage->device_use(stream, DeviceAccess::Read);
@@ -129,11 +165,9 @@ void elementwise(const char* op, std::uint32_t kernel, Stream& stream, const Sto
     if (b != nullptr) {
         const auto& mb = b->storage->device_use(stream, DeviceAccess::Read);
         l.b = va_of(mb, *b);
-        copy_strides(l.stride_b, shape_of(*b).strides);
         bufs.push_back(mb);
     }
-    const auto& mo = out.storage->device_use(stream, b != nullptr ? out_access(out, {&a, b})
-                                                                  : out_access(out, {&a}));
+    const auto& mo = out.storage->device_use(stream, oa);
     l.out = va_of(mo, out);
     bufs.push_back(mo);
     stream.launch(l, bufs);
@@ -221,9 +255,15 @@ void matmul(Stream& stream, const StorageView& out, const StorageView& a, const 
     copy_strides(l.stride_a, a.strides);
     copy_strides(l.stride_b, b.strides);
     copy_strides(l.stride_out, out.strides);
+    const DeviceAccess oa = out_access(out, {&a, &b});
+    if (captured(op, stream, RBLN_FW_PKT_LAUNCH, CommandEncoder::launch_packet(l),
+                 {detail::graph::Slot{a.storage, byte_offset(a), DeviceAccess::Read},
+                  detail::graph::Slot{b.storage, byte_offset(b), DeviceAccess::Read},
+                  detail::graph::Slot{out.storage, byte_offset(out), oa}}))
+        return;
     const auto& ma = a.storage->device_use(stream, DeviceAccess::Read);
     const auto& mb = b.storage->device_use(stream, DeviceAccess::Read);
-    const auto& mo = out.storage->device_use(stream, out_access(out, {&a, &b}));
+    const auto& mo = out.storage->device_use(stream, oa);
     l.a = va_of(ma, a);
     l.b = va_of(mb, b);
     l.out = va_of(mo, out);
@@ -264,6 +304,19 @@ void copy(Stream& stream, const StorageView& dst, const StorageView& src,
     if (&src.storage->device()->kernel() != &stream.device().kernel() &&
         &dst.storage->device()->kernel() != &stream.device().kernel())
         bad(op, "neither dst nor src is on the stream's device");
+    {
+        rbln_fw_pkt_copy p{};
+        p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_COPY, 0, sizeof(p));
+        p.size = n;
+        const bool whole_dst = dst.covers_whole_storage() && dst.storage != src.storage;
+        if (captured(
+                op, stream, RBLN_FW_PKT_COPY, p,
+                {detail::graph::Slot{src.storage, byte_offset(src), DeviceAccess::Read},
+                 detail::graph::Slot{dst.storage, byte_offset(dst),
+                                     whole_dst ? DeviceAccess::Write : DeviceAccess::ReadWrite},
+                 detail::graph::Slot{}}))
+            return;
+    }
     Stream ss = stream_for(*src.storage);
     Stream ds = stream_for(*dst.storage);
     const auto& ms = src.storage->device_use(ss, DeviceAccess::Read);
@@ -276,6 +329,61 @@ void copy(Stream& stream, const StorageView& dst, const StorageView& src,
     const bool one_device = &ms->kernel() == &md->kernel();
     rbln::copy(stream, CopyEndpoint::of(md, dst.offset * ed, n),
                CopyEndpoint::of(ms, src.offset * es, n), one_device);
+}
+
+namespace {
+
+// @value in @t's bits (round to nearest even), as FILL's pattern.
+std::uint64_t pattern_of(float value, ElementType t) {
+    const std::uint32_t f = std::bit_cast<std::uint32_t>(value);
+    if (t == ElementType::Fp32)
+        return f;
+    if (t == ElementType::Bf16) {
+        if ((f & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
+            return (f >> 16) | 0x40u;
+        return (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+    }
+    // fp16
+    const std::uint32_t sign = (f >> 16) & 0x8000u;
+    const std::uint32_t mag = f & 0x7fffffffu;
+    if (mag > 0x7f800000u)
+        return sign | 0x7e00u;
+    if (mag >= 0x477ff000u) // rounds to >= 65520: infinity
+        return sign | 0x7c00u;
+    if (mag < 0x38800000u) { // below the smallest normal: a subnormal or 0
+        const float a = std::bit_cast<float>(mag);
+        // a * 2^24 rounded to nearest even (the FPU's default rounding).
+        const auto q = static_cast<std::uint32_t>(std::nearbyint(a * 16777216.0F));
+        return sign | q;
+    }
+    const std::uint32_t r = mag + 0xfffu + ((mag >> 13) & 1u);
+    return sign | ((r - 0x38000000u) >> 13);
+}
+
+} // namespace
+
+void fill(Stream& stream, const StorageView& out, float value, rbln::source_location where) {
+    const ExplainSite site(where);
+    constexpr const char* op = "ops::fill";
+    const std::uint64_t n = contiguous_bytes(op, "out", out);
+    check_view(op, "out", out, stream);
+    const ElementType t = out.storage->element_type();
+    const unsigned pb = element_size(t);
+    const std::uint64_t pattern = pattern_of(value, t);
+    const DeviceAccess oa =
+        out.covers_whole_storage() ? DeviceAccess::Write : DeviceAccess::ReadWrite;
+    rbln_fw_pkt_fill p{};
+    p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_FILL, 0, sizeof(p));
+    p.pattern_bytes = pb;
+    p.size = n;
+    p.pattern = pattern;
+    if (captured(op, stream, RBLN_FW_PKT_FILL, p,
+                 {detail::graph::Slot{out.storage, byte_offset(out), oa}, detail::graph::Slot{},
+                  detail::graph::Slot{}}))
+        return;
+    const auto& mo = out.storage->device_use(stream, oa);
+    const std::uint64_t off = byte_offset(out);
+    stream.fill(mo, off, n, pattern, pb);
 }
 
 void from_host(const StorageView& dst, std::span<const std::byte> data,

@@ -9,6 +9,7 @@
 #include "diag/explain_hooks.hpp"
 #include "exec/command.hpp"
 #include "exec/submitter.hpp"
+#include "graph/capture.hpp"
 #include "kernel/kernel.hpp"
 #include "memory/bo_memory.hpp"
 #include "runtime/device_state.hpp"
@@ -59,6 +60,10 @@ std::uint64_t StreamState::enqueue_locked(std::size_t max_bytes,
                                           std::span<const std::shared_ptr<Memory>> buffers,
                                           std::optional<SyncPoint> out,
                                           std::shared_ptr<const void> extra_keep) {
+    if (graph::any_capture() && graph::capturing(this))
+        throw Error(Errc::InvalidArgument, "enqueue", device.kernel().path(), 0,
+                    "the stream is capturing a graph: only rbln::ops calls are recorded; "
+                    "enqueue copies, fills and event records after end_capture()");
     max_bytes = (max_bytes + 7) / 8 * 8;
     // A command buffer with room: the current one, else one the card is
     // done with (its last job is done; the kernel holds the BO of a job
@@ -80,7 +85,8 @@ std::uint64_t StreamState::enqueue_locked(std::size_t max_bytes,
         chunk_used = 0;
     }
     const std::shared_ptr<Memory>& chunk = chunks[current_chunk];
-    CommandEncoder enc(std::span<std::byte>(chunk->host_data() + chunk_used, max_bytes));
+    CommandEncoder enc(std::span<std::byte>(chunk->host_data() + chunk_used, max_bytes),
+                       chunk->device_va() + chunk_used);
     encode(enc);
     if (enc.empty())
         enc.nop();

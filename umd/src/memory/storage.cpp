@@ -9,8 +9,10 @@
 #include <utility>
 
 #include "diag/explain_hooks.hpp"
+#include "graph/capture.hpp"
 #include "kernel/kernel.hpp"
 #include "memory/block_memory.hpp"
+#include "memory/sub_memory.hpp"
 #include "rbln/allocator_stream.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/device.hpp"
@@ -116,7 +118,9 @@ std::shared_ptr<Storage> Storage::finish(std::shared_ptr<Storage> s, CommitMode 
     if (s->host_.eligible())
         detail::offload_register(s->host_.scope(), std::shared_ptr<OffloadMember>(
                                                        s, static_cast<OffloadMember*>(s.get())));
-    if (mode == CommitMode::Eager)
+    // Made inside a capture: no memory (a replay carves its outputs).
+    const bool captured = detail::graph::any_capture() && detail::graph::note_created(s);
+    if (!captured && mode == CommitMode::Eager)
         s->commit();
     return s;
 }
@@ -304,6 +308,8 @@ void Storage::check_range(const char* operation, std::uint64_t offset, std::uint
 
 void Storage::read(std::uint64_t offset, std::span<std::byte> out) {
     check_range("storage read", offset, out.size());
+    if (detail::graph::any_capture())
+        detail::graph::check_outside_use("storage read", id_, nullptr);
     const detail::ExplainStorageCause why(id_, ExplainCause::HostRead);
     const std::lock_guard<std::mutex> lock(mutex_);
     if (state_.load(std::memory_order_relaxed) == Coherence::DeviceLatest) {
@@ -317,6 +323,8 @@ void Storage::read(std::uint64_t offset, std::span<std::byte> out) {
 
 void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
     check_range("storage write", offset, data.size());
+    if (detail::graph::any_capture())
+        detail::graph::check_outside_use("storage write", id_, nullptr);
     const detail::ExplainStorageCause why(id_, ExplainCause::HostWrite);
     const std::lock_guard<std::mutex> lock(mutex_);
     const bool whole = offset == 0 && data.size() == nbytes_;
@@ -333,9 +341,26 @@ void Storage::write(std::uint64_t offset, std::span<const std::byte> data) {
 
 void Storage::record_stream(const Stream& stream) {
     commit();
-    const auto& block = static_cast<const detail::BlockMemory&>(*memory_).block();
-    if (block)
-        allocator().record_stream(block, stream_fence_source(stream));
+    // The block of the allocator behind the memory (a graph replay's output
+    // is a range of the replay's block).
+    const Memory* m = memory_.get();
+    if (const auto* sub = dynamic_cast<const detail::SubMemory*>(m))
+        m = sub->parent().get();
+    const auto* bm = dynamic_cast<const detail::BlockMemory*>(m);
+    if (bm != nullptr && bm->block())
+        allocator().record_stream(bm->block(), stream_fence_source(stream));
+}
+
+void Storage::adopt_device_memory(std::shared_ptr<Memory> memory, Stream& writer) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (resident_.load(std::memory_order_relaxed))
+        throw Error(Errc::InvalidArgument, "adopt_device_memory", where(), 0,
+                    "the storage has device memory already");
+    memory_ = std::move(memory);
+    writer_ = writer;
+    writer_id_.store(stream_id(writer), std::memory_order_relaxed);
+    state_.store(Coherence::DeviceLatest, std::memory_order_release);
+    resident_.store(true, std::memory_order_release);
 }
 
 DeviceLayout Storage::device_layout() const {

@@ -23,6 +23,10 @@
 
 namespace rbln::detail {
 
+namespace graph {
+class Runtime;
+} // namespace graph
+
 /// A syncobj of one open file, destroyed with its last owner.
 struct Syncobj {
     Syncobj(std::shared_ptr<KernelInterface> k, std::uint32_t h)
@@ -131,6 +135,10 @@ struct DeviceState {
     /// else one over the device's node, made at first use.
     std::shared_ptr<DeviceAllocator> allocator;
     std::function<std::shared_ptr<DeviceAllocator>()> allocator_source;
+
+    /// The graph runtime (graph/runtime.hpp), made at first use (guarded by
+    /// mutex); declared last, so it goes first, while the kernel is open.
+    std::shared_ptr<graph::Runtime> graph_runtime;
 
     /// A free timestamp slot (pinned host memory of this device).
     std::shared_ptr<TimestampSlot> timestamp_slot();

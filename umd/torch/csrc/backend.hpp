@@ -66,6 +66,9 @@ c10::Allocator* device_allocator();
 
 /// The librbln storage of a device tensor (nullptr for an empty one).
 std::shared_ptr<rbln::Storage> storage_of(const at::Tensor& t);
+/// A tensor of @dtype (whose element size is the storage's) over @view on
+/// device @index, sharing the storage.
+at::Tensor tensor_of(const rbln::StorageView& view, c10::ScalarType dtype, unsigned index);
 /// Whether the card's kernels can take @t as it is: a float dtype whose
 /// storage has that element type, at most 4 dimensions once collapsed.
 bool kernel_ready(const at::Tensor& t);

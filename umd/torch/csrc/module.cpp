@@ -135,9 +135,14 @@ py::dict explain_counts(const Explain& e) {
 
 } // namespace torch_rbln
 
+namespace torch_rbln {
+void register_graph(py::module& m); // graph.cpp
+} // namespace torch_rbln
+
 PYBIND11_MODULE(_C, m) {
     using namespace torch_rbln;
     m.doc() = "torch_rbln's C++ side over librbln (see umd/torch/README.md)";
+    register_graph(m);
 
     py::register_exception_translator([](std::exception_ptr p) {
         try {

@@ -100,6 +100,29 @@ void collapse(std::vector<std::int64_t>& sizes, std::vector<std::int64_t>& strid
 
 } // namespace
 
+at::Tensor tensor_of(const rbln::StorageView& view, c10::ScalarType dtype, unsigned index) {
+    TORCH_CHECK(view.storage, "tensor_of: a view without a storage");
+    const auto es = static_cast<std::int64_t>(rbln::element_size(view.storage->element_type()));
+    const auto item = static_cast<std::int64_t>(c10::elementSize(dtype));
+    TORCH_CHECK(es == item, "tensor_of: a ", c10::toString(dtype),
+                " tensor over a storage of elements of ", es, " bytes");
+    const c10::Device dev(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index));
+    auto h = std::make_unique<Holder>();
+    h->storage = view.storage;
+    h->placeholder = kPlaceholderTag | (h->storage->id() << 24);
+    const std::uint64_t nbytes = h->storage->nbytes();
+    void* data = reinterpret_cast<void*>(h->placeholder); // NOLINT(performance-no-int-to-ptr)
+    c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<std::int64_t>(nbytes),
+                         c10::DataPtr(data, h.release(), &delete_holder, dev), &g_allocator,
+                         /*resizable=*/false);
+    at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+        std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+        caffe2::TypeMeta::fromScalarType(dtype));
+    t.unsafeGetTensorImpl()->set_sizes_and_strides(view.sizes, view.strides);
+    t.unsafeGetTensorImpl()->set_storage_offset(static_cast<std::int64_t>(view.offset));
+    return t;
+}
+
 std::string device_name(unsigned index) {
     return c10::DeviceTypeName(c10::DeviceType::PrivateUse1, true) + ":" + std::to_string(index);
 }

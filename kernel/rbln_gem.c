@@ -19,6 +19,7 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/fs.h>
+#include <linux/iosys-map.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mount.h>
@@ -26,6 +27,7 @@
 #include <linux/shmem_fs.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include <drm/drm_drv.h>
 #include <drm/drm_gem.h>
@@ -268,6 +270,68 @@ static int rbln_hbm_bo_mmap(struct drm_gem_object *obj,
 	return ret;
 }
 
+/*
+ * A kernel mapping of an HBM buffer, write-combined like its mmap (dma-buf
+ * vmap: importers that touch the buffer with the CPU).  A buffer of one
+ * buddy block is a window of the driver's mapping of all HBM; one of
+ * several blocks is mapped page by page (vmap_pfn(), where the kernel
+ * has it; else -EOPNOTSUPP).  The caller holds the buffer's reservation
+ * lock (drm_gem_vmap()).
+ */
+static int rbln_hbm_bo_vmap(struct drm_gem_object *obj, struct iosys_map *map)
+{
+	struct rbln_device *rdev = to_rbln(obj->dev);
+	struct rbln_bo *bo = to_rbln_bo(obj);
+	unsigned long *pfns, n = 0, pages = obj->size >> PAGE_SHIFT;
+	struct rbln_buddy_block *block;
+	void *vaddr;
+	int idx;
+
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
+	if (list_is_singular(&bo->blocks)) {
+		block = list_first_entry(&bo->blocks, struct rbln_buddy_block, link);
+		iosys_map_set_vaddr_iomem(map, rdev->hbm.wc - rdev->hbm.wc_start +
+					  rbln_hbm_block_addr(rdev, bo->chiplet, block));
+		drm_dev_exit(idx);
+		return 0;
+	}
+	if (!IS_ENABLED(CONFIG_VMAP_PFN)) {
+		drm_dev_exit(idx);
+		return -EOPNOTSUPP;
+	}
+	pfns = kvmalloc_array(pages, sizeof(*pfns), GFP_KERNEL);
+	if (!pfns) {
+		drm_dev_exit(idx);
+		return -ENOMEM;
+	}
+	list_for_each_entry(block, &bo->blocks, link) {
+		u64 len = rbln_hbm_block_size(rdev, bo->chiplet, block);
+		u64 addr = rbln_hbm_block_addr(rdev, bo->chiplet, block);
+		unsigned long pfn = PHYS_PFN(rbln_hbm_phys(rdev, addr));
+		u64 i;
+
+		for (i = 0; i < len >> PAGE_SHIFT && n < pages; i++)
+			pfns[n++] = pfn + i;
+	}
+	vaddr = vmap_pfn(pfns, n, pgprot_writecombine(PAGE_KERNEL));
+	kvfree(pfns);
+	drm_dev_exit(idx);
+	if (!vaddr)
+		return -ENOMEM;
+	iosys_map_set_vaddr_iomem(map, (void __iomem __force *)vaddr);
+	return 0;
+}
+
+static void rbln_hbm_bo_vunmap(struct drm_gem_object *obj,
+			       struct iosys_map *map)
+{
+	struct rbln_bo *bo = to_rbln_bo(obj);
+
+	if (!list_is_singular(&bo->blocks))
+		vunmap((void __force *)map->vaddr_iomem);
+}
+
 static const struct vm_operations_struct rbln_hbm_vm_ops = {
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
@@ -352,6 +416,21 @@ static const struct dma_buf_ops rbln_hbm_dmabuf_ops = {
 	.unmap_dma_buf = rbln_hbm_unmap_dma_buf,
 	.release = drm_gem_dmabuf_release,
 	.mmap = drm_gem_dmabuf_mmap,
+	.vmap = drm_gem_dmabuf_vmap,
+	.vunmap = drm_gem_dmabuf_vunmap,
+};
+
+/*
+ * A buffer the kernel cannot map (several blocks, no CONFIG_VMAP_PFN) is
+ * exported without vmap, so dma_buf_vmap() answers -EINVAL: a failing
+ * vmap op would WARN there.
+ */
+static const struct dma_buf_ops rbln_hbm_dmabuf_ops_novmap = {
+	.attach = rbln_hbm_dmabuf_attach,
+	.map_dma_buf = rbln_hbm_map_dma_buf,
+	.unmap_dma_buf = rbln_hbm_unmap_dma_buf,
+	.release = drm_gem_dmabuf_release,
+	.mmap = drm_gem_dmabuf_mmap,
 };
 
 static struct dma_buf *rbln_hbm_bo_export(struct drm_gem_object *obj,
@@ -359,7 +438,9 @@ static struct dma_buf *rbln_hbm_bo_export(struct drm_gem_object *obj,
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
 
-	info.ops = &rbln_hbm_dmabuf_ops;
+	info.ops = list_is_singular(&to_rbln_bo(obj)->blocks) ||
+		   IS_ENABLED(CONFIG_VMAP_PFN) ? &rbln_hbm_dmabuf_ops :
+						 &rbln_hbm_dmabuf_ops_novmap;
 	info.size = obj->size;
 	info.flags = flags;
 	info.priv = obj;
@@ -372,6 +453,8 @@ static const struct drm_gem_object_funcs rbln_hbm_funcs = {
 	.open = rbln_gem_open,
 	.close = rbln_gem_close,
 	.mmap = rbln_hbm_bo_mmap,
+	.vmap = rbln_hbm_bo_vmap,
+	.vunmap = rbln_hbm_bo_vunmap,
 	.export = rbln_hbm_bo_export,
 	.vm_ops = &rbln_hbm_vm_ops,
 };

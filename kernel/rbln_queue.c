@@ -226,7 +226,7 @@ struct dma_fence *rbln_wait_fence(struct drm_file *file,
 	int ret;
 
 	if (args->flags & ~RBLN_WAIT_SYNCOBJ || args->pad || args->job_error ||
-	    args->sync.flags)
+	    args->job_detail || args->job_detail_arg || args->sync.flags)
 		return ERR_PTR(-EINVAL);
 	if (args->flags & RBLN_WAIT_SYNCOBJ) {
 		if (args->queue_id || args->seqno)
@@ -273,7 +273,12 @@ int rbln_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	else
 		ret = dma_fence_is_signaled(fence) ? 1 : 0;
 	if (ret > 0) {
+		struct rbln_job_detail detail;
+
 		args->job_error = fence->error;
+		rbln_fence_detail(fence, &detail);
+		args->job_detail = detail.detail;
+		args->job_detail_arg = detail.detail_arg;
 		ret = 0;
 	} else if (!ret) {
 		ret = -ETIME;

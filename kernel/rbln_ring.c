@@ -17,6 +17,7 @@
  * other rings keep running throughout.
  */
 #include <linux/dma-fence.h>
+#include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
 #include <linux/slab.h>
 
@@ -44,6 +45,49 @@ static const struct dma_fence_ops rbln_hw_fence_ops = {
 	.get_driver_name = rbln_fence_driver_name,
 	.get_timeline_name = rbln_fence_timeline_name,
 };
+
+/*
+ * A job's hardware fence.  @base comes first: the default release frees
+ * the whole struct through it.  @detail is written before the fence is
+ * signalled and never after.
+ */
+struct rbln_hw_fence {
+	struct dma_fence base;
+	struct rbln_job_detail detail;
+};
+
+static struct rbln_hw_fence *to_rbln_hw_fence(struct dma_fence *f)
+{
+	BUILD_BUG_ON(offsetof(struct rbln_hw_fence, base) != 0);
+	return container_of(f, struct rbln_hw_fence, base);
+}
+
+/*
+ * The detail of the job behind @fence, once @fence is signalled: a
+ * hardware fence, a job's finished fence (what queues and syncobjs hold)
+ * or a syncobj timeline point that contains one.  Anything else (another
+ * driver's fence, a job that never ran) reads as no detail.
+ */
+void rbln_fence_detail(struct dma_fence *fence, struct rbln_job_detail *out)
+{
+	struct drm_sched_fence *s_fence;
+
+	out->detail = 0;
+	out->detail_arg = 0;
+	if (!fence || !dma_fence_is_signaled(fence))
+		return;
+	fence = dma_fence_chain_contained(fence);
+	s_fence = to_drm_sched_fence(fence);
+	if (s_fence) {
+		/* Set before run_job's fence can signal the finished one. */
+		fence = READ_ONCE(s_fence->parent);
+		if (!fence)
+			return;
+	}
+	if (fence->ops != &rbln_hw_fence_ops)
+		return;
+	*out = to_rbln_hw_fence(fence)->detail;
+}
 
 static int rbln_job_status_errno(u16 status)
 {
@@ -93,6 +137,7 @@ static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
 						  struct rbln_cmd_ring, sched);
 	struct rbln_job *job = to_rbln_job(sched_job);
 	struct rbln_device *rdev = ring->rdev;
+	struct rbln_hw_fence *hw;
 	struct dma_fence *fence;
 	unsigned long flags;
 	int idx;
@@ -114,11 +159,12 @@ static struct dma_fence *rbln_run_job(struct drm_sched_job *sched_job)
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return ERR_PTR(-ENODEV);
 
-	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
-	if (!fence) {
+	hw = kzalloc(sizeof(*hw), GFP_KERNEL);
+	if (!hw) {
 		drm_dev_exit(idx);
 		return ERR_PTR(-ENOMEM);
 	}
+	fence = &hw->base;
 	spin_lock_irqsave(&ring->lock, flags);
 	job->hw_seqno = ++ring->hw_seqno;
 	dma_fence_init(fence, &rbln_hw_fence_ops, &ring->fence_lock,
@@ -199,8 +245,9 @@ static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 			continue;
 		}
 		if (cpl.status != RBLN_FW_JOB_OK)
-			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u\n",
-				ring->index, cpl.seqno, cpl.status, cpl.packet_offset);
+			dev_dbg(rdev->drm.dev, "ring %u: job %llu failed: status %u at packet %u, detail %u/%u\n",
+				ring->index, cpl.seqno, cpl.status, cpl.packet_offset,
+				cpl.detail, cpl.detail_arg);
 		err = rbln_job_status_errno(cpl.status);
 		/*
 		 * Only a released file's VM is aborted (VM_ABORT); any other
@@ -215,6 +262,12 @@ static void __rbln_ring_process(struct rbln_cmd_ring *ring, bool polled)
 			rbln_vm_set_faulted(job->vm);
 		if (polled)	/* counted before a waiter can look */
 			ring->cpls_polled++;
+		if (err) {	/* firmware before 1.4 leaves them 0 */
+			struct rbln_hw_fence *hw = to_rbln_hw_fence(job->hw_fence);
+
+			hw->detail.detail = cpl.detail;
+			hw->detail.detail_arg = cpl.detail_arg;
+		}
 		rbln_ring_retire(ring, job, err, cpl.start_ns, cpl.end_ns);
 	}
 	if (unpublished)	/* the ring went down meanwhile */

@@ -16,6 +16,7 @@
 #include "rbln_fw_cmd.h"
 #include "rbln_fw_ctrl.h"
 
+struct dma_fence;
 struct drm_printer;
 struct rbln_device;
 
@@ -64,6 +65,19 @@ struct rbln_rings {
 	struct rbln_cmd_ring ring[RBLN_FW_MAX_CHIPLETS];
 	u32 count;			/* 0: the card has no command rings */
 };
+
+/*
+ * Why the card failed a job, beyond its errno (firmware-iface 1.4): the
+ * completion's detail and detail_arg (for a GRAPH_EXEC, which check
+ * refused the Definition and where; RBLN_FW_GRAPH_E_*).  Both are 0 for a
+ * job that succeeded, failed without a detail, or never reached the card.
+ */
+struct rbln_job_detail {
+	u32 detail;
+	u32 detail_arg;
+};
+
+void rbln_fence_detail(struct dma_fence *fence, struct rbln_job_detail *out);
 
 int rbln_rings_init(struct rbln_device *rdev);
 void rbln_rings_irq(struct rbln_device *rdev);

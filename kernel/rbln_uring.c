@@ -194,6 +194,8 @@ static int rbln_uring_wait(struct drm_file *file, struct io_uring_cmd *cmd,
 
 	memcpy(&args, io_uring_sqe_cmd(cmd->sqe), sizeof(args));
 	args.job_error = 0;
+	args.job_detail = 0;
+	args.job_detail_arg = 0;
 	fence = rbln_wait_fence(file, &args);
 	if (IS_ERR(fence))
 		return PTR_ERR(fence);

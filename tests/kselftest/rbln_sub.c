@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 static_assert(sizeof(struct drm_rbln_submit) == 80, "submit payload");
-static_assert(sizeof(struct drm_rbln_wait) == 48, "wait payload");
+static_assert(sizeof(struct drm_rbln_wait) == 56, "wait payload");
 static_assert(sizeof(struct rbln_fw_pkt_copy) == 32, "COPY");
 static_assert(sizeof(struct rbln_fw_pkt_copy_strided) == 72, "COPY_STRIDED");
 static_assert(sizeof(struct rbln_fw_pkt_fill) == 32, "FILL");

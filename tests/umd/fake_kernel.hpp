@@ -129,8 +129,9 @@ public:
     /// make_ring() returns what it makes (empty: no io_uring, ENOTSUP).
     RingFactory rings;
 
-    bool hold_jobs = false; ///< jobs stay pending until complete_jobs()
-    int next_job_error = 0; ///< the job error (-errno) of the next job submitted
+    bool hold_jobs = false;    ///< jobs stay pending until complete_jobs()
+    int next_job_error = 0;    ///< the job error (-errno) of the next job submitted
+    JobDetail next_job_detail; ///< the card's detail for the next job submitted
     bool has_cap_sys_nice = false;
 
     drm_rbln_info_device device{};
@@ -320,8 +321,13 @@ public:
         last_submit.bo_handles = last_bo_handles;
         last_in_syncs.assign(a.in_syncs.begin(), a.in_syncs.end());
         last_submit.in_syncs = {};
-        const PendingJob job{a.queue_id,   seqno,      a.cmd_handle,
-                             a.cmd_offset, a.cmd_size, std::exchange(next_job_error, 0)};
+        const PendingJob job{a.queue_id,
+                             seqno,
+                             a.cmd_handle,
+                             a.cmd_offset,
+                             a.cmd_size,
+                             std::exchange(next_job_error, 0),
+                             std::exchange(next_job_detail, JobDetail{})};
         if (hold_jobs)
             pending_.push_back(job);
         else
@@ -347,8 +353,8 @@ public:
             while (seqno > q->second.completed && !pending_.empty())
                 complete_jobs(1);
         if (seqno > q->second.completed)
-            return {false, 0};
-        return {true, q->second.errors[seqno]};
+            return {false, 0, {}};
+        return {true, q->second.errors[seqno], q->second.details[seqno]};
     }
 
     std::uint32_t syncobj_create(std::uint32_t flags) override {
@@ -395,6 +401,7 @@ private:
         std::uint64_t submitted = 0;
         std::uint64_t completed = 0;
         std::map<std::uint64_t, int> errors;
+        std::map<std::uint64_t, JobDetail> details;
     };
     struct Fence {
         std::uint32_t queue_id = 0;
@@ -407,6 +414,7 @@ private:
         std::uint64_t cmd_offset = 0;
         std::uint32_t cmd_size = 0;
         int injected_error = 0;
+        JobDetail injected_detail;
     };
 
     // The fence of a syncobj point: point 0 the binary fence, else the
@@ -527,6 +535,7 @@ private:
         if (q == queues_.end())
             return;
         q->second.errors[j.seqno] = j.injected_error != 0 ? j.injected_error : err;
+        q->second.details[j.seqno] = j.injected_detail;
         q->second.completed = std::max(q->second.completed, j.seqno);
     }
 

@@ -10,6 +10,7 @@
 #include "device_fixture.hpp"
 #include "rbln/copy.hpp"
 #include "rbln/stream.hpp"
+#include "rbln_fw_graph.h"
 
 namespace rbln::test::stream_test {
 namespace {
@@ -75,6 +76,58 @@ TEST_P(Streams, AFailedJobIsReportedOnceBySynchronizeAndTheStreamGoesOn) {
     }
     s.fill(m, 0, 64, 2, 1);
     EXPECT_NO_THROW(s.synchronize());
+}
+
+TEST_P(Streams, ARefusedGraphIsReportedWithTheCardsCheckAndWhereItFailed) {
+    auto m = dev->allocate(4096);
+    Stream s(dev);
+    k->next_job_error = -EINVAL;
+    k->next_job_detail = JobDetail{RBLN_FW_GRAPH_E_RELOC_WRITE_IN, 3};
+    s.fill(m, 0, 64, 1, 1);
+    try {
+        s.synchronize();
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::JobFailed);
+        EXPECT_EQ(e.sys_errno(), EINVAL);
+        EXPECT_THAT(e.what(),
+                    HasSubstr("the card refused the graph: a node writes an input "
+                              "boundary tensor (node 3) [RBLN_FW_GRAPH_E_RELOC_WRITE_IN]"));
+    }
+}
+
+TEST_P(Streams, ANodeThatFaultsWhileAGraphRunsIsNamedBesideTheFault) {
+    auto m = dev->allocate(4096);
+    Stream s(dev);
+    k->next_job_error = -EFAULT;
+    k->next_job_detail = JobDetail{RBLN_FW_GRAPH_E_IN_NODE, 7};
+    s.fill(m, 0, 64, 1, 1);
+    try {
+        s.synchronize();
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::JobFailed);
+        EXPECT_THAT(e.what(), HasSubstr("an MMU fault"));
+        EXPECT_THAT(e.what(), HasSubstr("node 7 of the graph failed while running"));
+    }
+}
+
+TEST_P(Streams, ACardDetailThisLibraryDoesNotKnowIsShownAsNumbers) {
+    auto m = dev->allocate(4096);
+    Stream s(dev);
+    k->next_job_error = -EINVAL;
+    k->next_job_detail = JobDetail{0x7777, 12};
+    s.fill(m, 0, 64, 1, 1);
+    EXPECT_THROW(
+        {
+            try {
+                s.synchronize();
+            } catch (const Error& e) {
+                EXPECT_THAT(e.what(), HasSubstr("detail 30583 (argument 12)"));
+                throw;
+            }
+        },
+        Error);
 }
 
 TEST_P(Streams, CommandBuffersAreReusedOnceTheCardIsDoneWithThem) {

@@ -20,7 +20,8 @@ pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils cmake pkg-config
       g++ make bc python3 clang-format clang-tidy	# build, runner, JSON check, lint
       clang libclang-rt-14-dev			# tests/fuzz (libFuzzer, sanitizers)
       flex bison libelf-dev libssl-dev		# the debug kernel (build-debug-kernel.sh)
-      python3-torch libtorch-dev python3-pybind11 python3-pytest)	# umd/torch, tests/torch
+      python3-torch libtorch-dev python3-pybind11 python3-pytest	# umd/torch, tests/torch
+      libibverbs-dev ibverbs-providers iproute2)	# RDMA (soft-RoCE) tests in the VM
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

@@ -17,7 +17,7 @@ bdir=${1:-$top/build/cmake}
 cd "$top"
 status=0
 
-kstyle='^(tests/kselftest/|tests/runner/(warn|debug)-module/|tests/runner/buddy-repro/)'
+kstyle='^(tests/kselftest/|tests/runner/(warn|debug)-module/|tests/runner/buddy-repro/|tests/dmabuf-importer/)'
 mapfile -t user < <(git ls-files 'umd/*' 'tools/*' 'tests/*' |
 	grep -E '\.(c|cc|cpp|h|hpp)$' | grep -Ev "$kstyle")
 mapfile -t kfiles < <(git ls-files 'tests/*' | grep -E '\.(c|h)$' | grep -E "$kstyle")

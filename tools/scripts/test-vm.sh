@@ -43,21 +43,37 @@ step() { # name, then the command
 	fi
 }
 
+# The test dma-buf importer (tests/dmabuf-importer), built per kernel; the
+# kselftests that need it fail without it once RBLN_DMABUF_IMPORTER=1.
+importer() { # kernel build dir, output dir
+	"$top/tests/dmabuf-importer/build.sh" "$1" "$2" ||
+		echo "/nonexistent/rbln_dmabuf_importer.ko (the build failed)"
+}
+imp_ko=""
+case "$tier" in all|production)
+	imp_ko=$(importer "/lib/modules/$(cat "$top/build/kver")/build" "$top/build/dmabuf-importer") ;;
+esac
+with_importer() { # the kselftest command line, with the importer loaded
+	echo "insmod '$1' && export RBLN_DMABUF_IMPORTER=1 && '$top/tests/kselftest/run.sh' '$ksft'"
+}
+
 step "runner self-test" "$top/tests/runner/run.sh"
 step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
 	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi' &&
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi' &&
 	 '$demo' --size 96,160,72 --dtype all --chiplet 3"
 step "kselftests + rbln-smi, 2 ATOM cards" \
 	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
-step "librbln streams, events, copies, memory (explain), host memory and graphs, 2 Rebel100 cards" \
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
+step "librbln streams, events, copies, memory (explain), host memory, graphs and RDMA into host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_submit_paths_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_memory_vm_tests' &&
 	 '$top/build/cmake/tests/integration/rbln_host_vm_tests' &&
-	 '$top/build/cmake/tests/integration/rbln_graph_vm_tests'"
+	 '$top/build/cmake/tests/integration/rbln_graph_vm_tests' &&
+	 '$top/tools/scripts/rdma-rxe-setup.sh' &&
+	 RBLN_RDMA=1 '$top/build/cmake/tests/integration/rbln_rdma_host_vm_tests'"
 # torch_rbln's pytest (tests/torch/README.md): the documented examples and
 # the operators, in one Python process (importing PyTorch under TCG takes
 # 25-40 s); make test-torch adds the fork, mapping and ATOM tests.
@@ -120,8 +136,10 @@ if [ "$section" = debug ] && ! "$top/tools/scripts/build-debug-kernel.sh" --prin
 fi
 step "debug kernel: its checkers fail a run on a leak (kmemleak) and a use-after-free (KASAN)" \
 	"$top/tests/runner/debug-checks.sh"
+[ "$section" = debug ] &&
+	imp_ko=$(importer "$top/build/debug-kernel/current/linux" "$top/build/debug-kernel/dmabuf-importer")
 step "debug kernel: kselftests, 1 Rebel100 card" \
-	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- "$top/tests/kselftest/run.sh" "$ksft"
+	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- bash -c "$(with_importer "$imp_ko")"
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
 	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
@@ -143,7 +161,7 @@ step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -
 [ "$section" = debug ] && section=debug-extra	# debug-full only
 step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
 	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
-	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
 step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \

@@ -469,6 +469,15 @@ struct drm_rbln_submit {
  *	another -errno if it never ran (its file went away first, or a
  *	dependency failed: that dependency's error)).  Only those who share
  *	its out-syncobj or buffers can see the last two.
+ * @job_detail: out: why the card failed the job, beyond @job_error: the
+ *	completion's detail of firmware-iface 1.4 (rbln_fw_graph.h
+ *	RBLN_FW_GRAPH_E_*: which check refused a GRAPH_EXEC's Definition or
+ *	binding, or RBLN_FW_GRAPH_E_IN_NODE: a node failed while running);
+ *	0 if the job succeeded, failed without a detail or never ran.  Set
+ *	for this driver's jobs (by queue + seqno, or a syncobj holding one
+ *	of its jobs' fences), 0 for any other fence.  In: zero.
+ * @job_detail_arg: out: where: the section, node, root slot or boundary
+ *	@job_detail names (rbln_fw_graph.md), else 0.  In: zero.
  * @pad: zero.
  *
  * Interruptible.  Returns 0 once the job is done (whatever its outcome:
@@ -485,6 +494,8 @@ struct drm_rbln_wait {
 	struct drm_rbln_sync sync;
 	__s64 timeout_ns;
 	__s32 job_error;
+	__u32 job_detail;
+	__u32 job_detail_arg;
 	__u32 pad;
 };
 
@@ -498,10 +509,15 @@ struct drm_rbln_wait {
  *       the CQE is posted when the job is done: res = 0 or the job's
  *       -errno (as drm_rbln_wait.job_error), or the submit error;
  *       big_cqe[0] = the job's seqno.
- *   RBLN_URING_CMD_WAIT    payload struct drm_rbln_wait (@job_error
- *       unused); the CQE is posted when the job or fence is done: res =
- *       its job error, -ETIME at the deadline (0 = no deadline here),
- *       -ENOENT; big_cqe[0] = the seqno waited for (0 for a syncobj).
+ *   RBLN_URING_CMD_WAIT    payload struct drm_rbln_wait (@job_error,
+ *       @job_detail and @job_detail_arg unused); the CQE is posted when
+ *       the job or fence is done: res = its job error, -ETIME at the
+ *       deadline (0 = no deadline here), -ENOENT; big_cqe[0] = the seqno
+ *       waited for (0 for a syncobj).
+ *
+ * A CQE has no room for a failed job's detail: DRM_IOCTL_RBLN_WAIT on the
+ * job's queue and seqno reads it (while the job is among its queue's last
+ * 4096), without waiting as the job is done.
  *
  * Pending commands complete with -ECANCELED when the ring or the process
  * goes away.  The plain ioctls stay complete for hosts with io_uring off.

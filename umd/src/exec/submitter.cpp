@@ -3,6 +3,7 @@
 // with completions reaped by the threads that wait (submitter.hpp).
 
 #include "exec/submitter.hpp"
+#include "exec/job_detail.hpp"
 #include "kernel/kernel.hpp"
 
 #include <array>
@@ -92,9 +93,26 @@ struct Submitter::State {
     std::vector<std::unique_ptr<Record>> spare;        // finished, for reuse
     std::vector<std::shared_ptr<const void>> released; // keep_alive of finished jobs
     std::array<RingCompletion, 64> cqes;               // drain()'s buffer
+    KernelInterface* kernel = nullptr;                 // the Submitter's kernel_
 };
 
 namespace {
+
+// The card's detail of a done job, by a non-blocking WAIT; none if the
+// kernel cannot say any more (e.g. the queue is gone).
+std::optional<JobDetail> poll_detail(KernelInterface& kernel, std::uint32_t queue,
+                                     std::uint64_t seqno) {
+    WaitArgs w;
+    w.queue_id = queue;
+    w.seqno = seqno;
+    try {
+        const WaitResult res = kernel.wait(w);
+        if (res.done)
+            return res.detail;
+    } catch (const Error&) { // NOLINT(bugprone-empty-catch): the errno is reported anyway
+    }
+    return std::nullopt;
+}
 
 void warn_default(const std::string& message) {
     std::fprintf(stderr, "librbln: %s\n", message.c_str());
@@ -124,6 +142,7 @@ using Keeps = std::vector<std::shared_ptr<const void>>;
 
 Submitter::Submitter(std::shared_ptr<KernelInterface> kernel, SubmitterOptions options)
     : kernel_(std::move(kernel)), s_(std::make_unique<State>()) {
+    s_->kernel = kernel_.get();
     s_->options = std::move(options);
     s_->owner = std::this_thread::get_id();
     auto& o = s_->options;
@@ -260,7 +279,8 @@ Submitter::Channel& Submitter::channel_locked(std::uint32_t queue) {
 // Marks @r done (called with the mutex held) and retires the done prefix
 // of its channel: the records go back to the spare list, what their jobs
 // kept alive to State::released (freed outside the mutex).
-void Submitter::complete(State& s, Record& r, int err, bool refused) {
+void Submitter::complete(State& s, Record& r, int err, bool refused,
+                         std::optional<JobDetail> detail) {
     if (r.state == Record::State::Done)
         return;
     if (r.state == Record::State::InKernel)
@@ -272,8 +292,13 @@ void Submitter::complete(State& s, Record& r, int err, bool refused) {
     Channel& ch = *r.ch;
     if (err != 0) {
         s.stats.failures++;
-        if (!ch.failure)
-            ch.failure = JobFailure{r.n, err, refused};
+        if (!ch.failure) {
+            // A CQE has no room for the card's detail: WAIT (a poll, as the
+            // job is done) reads it, for the first failure of the queue.
+            if (!refused && !detail && r.seqno != 0)
+                detail = poll_detail(*s.kernel, r.job.queue_id, r.seqno);
+            ch.failure = JobFailure{r.n, err, refused, detail.value_or(JobDetail{})};
+        }
     }
     while (!ch.records.empty() && ch.records.front()->state == Record::State::Done) {
         std::unique_ptr<Record> done = std::move(ch.records.front());
@@ -487,7 +512,8 @@ void Submitter::reap_locked(std::unique_lock<std::mutex>& lock, Record* target, 
         return;
     for (auto& rec : ch.records)
         if (rec->n == n) {
-            complete(s, *rec, res.job_error < 0 ? -res.job_error : res.job_error, false);
+            complete(s, *rec, res.job_error < 0 ? -res.job_error : res.job_error, false,
+                     res.detail);
             break;
         }
 }
@@ -509,7 +535,7 @@ void Submitter::poll_ioctl(Channel& ch, std::uint64_t n) {
         if (!res.done)
             return;
         const std::size_t before = ch.records.size();
-        complete(*s_, r, res.job_error < 0 ? -res.job_error : res.job_error, false);
+        complete(*s_, r, res.job_error < 0 ? -res.job_error : res.job_error, false, res.detail);
         if (ch.records.size() == before)
             i++; // not retired (an earlier job is still pending)
         else
@@ -657,9 +683,12 @@ Error job_error(const JobFailure& f, const std::string& path) {
         break;
     }
     const char* name = strerrorname_np(f.err);
+    const std::string detail = describe_job_detail(f.detail);
+    if (!detail.empty() && f.err == EINVAL)
+        meaning = "the card refused a command packet of the job";
     return Error(f.err == ETIMEDOUT ? Errc::Timeout : Errc::JobFailed,
                  "job " + std::to_string(f.job), path, f.err,
-                 std::string(meaning) + " (" +
+                 std::string(meaning) + (detail.empty() ? "" : ": " + detail) + " (" +
                      (name != nullptr ? name : "errno " + std::to_string(f.err)) +
                      "); later work on the stream ran as usual");
 }

@@ -111,6 +111,7 @@ struct JobFailure {
     std::uint64_t job = 0; ///< channel job number
     int err = 0;           ///< positive errno
     bool refused = false;  ///< SUBMIT refused it; else the job failed on the card
+    JobDetail detail;      ///< the card's detail of the failure (a refused graph: which check)
 };
 
 struct SubmitterStats {
@@ -175,7 +176,8 @@ private:
     void submit_ioctl(std::span<Record* const> batch);
     void reap_locked(std::unique_lock<std::mutex>& lock, Record* target, unsigned want);
     void poll_ioctl(Channel& ch, std::uint64_t n);
-    static void complete(State& s, Record& r, int err, bool refused);
+    static void complete(State& s, Record& r, int err, bool refused,
+                         std::optional<JobDetail> detail = std::nullopt);
     static std::size_t drain(State& s);
 
     std::shared_ptr<KernelInterface> kernel_;

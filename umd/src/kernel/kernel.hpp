@@ -170,10 +170,20 @@ struct WaitArgs {
     std::int64_t deadline_ns = 0;  ///< absolute CLOCK_MONOTONIC; 0 polls (on a ring: none)
 };
 
-/// RBLN_WAIT outcome: done (with the job's 0 / -errno) or the deadline passed.
+/// Why the card failed a job, beyond its errno: the completion's detail and
+/// detail_arg (firmware-iface 1.4, rbln_fw_graph.h RBLN_FW_GRAPH_E_*); 0 = none.
+/// exec/job_detail.hpp puts it in words.
+struct JobDetail {
+    std::uint32_t detail = 0;
+    std::uint32_t detail_arg = 0; ///< the section, node, root slot or boundary it names
+};
+
+/// RBLN_WAIT outcome: done (with the job's 0 / -errno and the card's
+/// detail of a failure) or the deadline passed.
 struct WaitResult {
     bool done = false;
     int job_error = 0;
+    JobDetail detail;
 };
 
 /// One CQE of a command ring.

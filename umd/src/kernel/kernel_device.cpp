@@ -423,10 +423,10 @@ WaitResult KernelDevice::wait(const WaitArgs& a) {
     // drmIoctl restarts on EINTR; the deadline is absolute, so that is safe.
     if (drmIoctl(fd_.get(), DRM_IOCTL_RBLN_WAIT, &args) != 0) {
         if (errno == ETIME)
-            return {false, 0};
+            return {false, 0, {}};
         throw kernel_error(KernelOp::Wait, path_, errno);
     }
-    return {true, args.job_error};
+    return {true, args.job_error, JobDetail{args.job_detail, args.job_detail_arg}};
 }
 
 std::uint32_t KernelDevice::syncobj_create(std::uint32_t flags) {

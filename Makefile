@@ -149,7 +149,7 @@ bench-sqpoll: deps
 # Graph upload (tests/bench/README.md): a 277-node step replayed 40 times
 # per step, B0 inline / B1 per-object / B2 retained / eager interleaved for
 # ROUNDS rounds; ends with the "graph-bench:" line.
-ROUNDS ?= 6
+ROUNDS ?= 12
 bench-graph: deps
 	$(MAKE) all
 	$(VM) -q --cards 1 --family $(FAMILY) --hbm $(HBM) $(VMARGS) -- \

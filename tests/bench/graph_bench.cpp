@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -143,12 +144,18 @@ std::vector<double> each(const std::vector<Sample>& s, F f, bool steady, bool al
 } // namespace
 
 int main(int argc, char** argv) {
-    int rounds = 6;
+    int rounds = 12;
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = std::max(2, std::atoi(argv[++i]));
+            char* end = nullptr;
+            const long n = std::strtol(argv[++i], &end, 10);
+            if (end == nullptr || *end != '\0' || n < 2 || n > 1000) {
+                std::fprintf(stderr, "%s: --rounds takes a number 2..1000\n", argv[0]);
+                return 2;
+            }
+            rounds = static_cast<int>(n);
         } else {
-            std::fprintf(stderr, "usage: %s [--rounds N (>= 2, default 6)]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--rounds N (>= 2, default 12)]\n", argv[0]);
             return 2;
         }
     }
@@ -244,23 +251,31 @@ int main(int argc, char** argv) {
         // Each round, interleaved: B2's cold step (the first step of a new
         // Definition: the same layer with another scale, captured now, not
         // timed), B2 steady, B0, B1, eager.  Cold B2 is the median of the
-        // rounds' cold steps; the other arms' cold is their round 0.
+        // rounds' cold steps; the other arms' cold is their round 0 (round
+        // 0 of B2 is steady: its Definition was uploaded before).
         enum Arm { B2, B0, B1, Eager, Arms };
         const char* names[Arms] = {"B2 retained", "B0 inline", "B1 per-object", "eager"};
         std::vector<Sample> samples[Arms];
         std::vector<Sample> b2_cold;
+        std::mt19937 rng(2026);
         for (int r = 0; r < rounds; r++) {
             s.begin_capture();
             const StorageView yr = layer(s, x0, p, 0.5F + 0.001F * static_cast<float>(r + 1));
             const Graph fresh = s.end_capture();
-            rt.set_policy(UploadPolicy::Retained);
-            b2_cold.push_back(run_step(fresh, false));
-            for (int arm = 0; arm < Arms; arm++) {
+            // A new order every round (a fixed-seed shuffle: what runs after
+            // the long eager step changes), so no arm always pays for
+            // another's aftermath.
+            std::vector<int> order{B2, B0, B1, Eager, Arms}; // Arms: B2's cold step
+            std::shuffle(order.begin(), order.end(), rng);
+            for (const int arm : order) {
                 if (arm != Eager)
-                    rt.set_policy(arm == B2   ? UploadPolicy::Retained
-                                  : arm == B0 ? UploadPolicy::Inline
-                                              : UploadPolicy::PerObject);
-                samples[arm].push_back(run_step(g, arm == Eager));
+                    rt.set_policy(arm == B0   ? UploadPolicy::Inline
+                                  : arm == B1 ? UploadPolicy::PerObject
+                                              : UploadPolicy::Retained);
+                if (arm == Arms)
+                    b2_cold.push_back(run_step(fresh, false));
+                else
+                    samples[arm].push_back(run_step(g, arm == Eager));
             }
         }
         rt.set_policy(UploadPolicy::Retained);
@@ -272,8 +287,8 @@ int main(int argc, char** argv) {
             for (const bool steady : {false, true}) {
                 const auto& v = samples[arm];
                 auto med = [&](auto f) {
-                    if (arm == B2 && !steady) // every round's cold step
-                        return median(each(b2_cold, f, false, true));
+                    if (arm == B2) // every round's cold step, every round's steady one
+                        return median(each(steady ? v : b2_cold, f, false, true));
                     return median(each(v, f, steady));
                 };
                 std::printf("%-14s %-6s %9.2f %9.2f %11.0f %8.0f %8.0f %8.0f %6.0f %10.1f %6.0f\n",
@@ -288,12 +303,31 @@ int main(int argc, char** argv) {
                             med([](const Sample& x) { return x.build_us; }),
                             med([](const Sample& x) { return static_cast<double>(x.jobs); }));
             }
+        std::printf("B2 cold steps by round (wall_ms/cpu_ms/build_us/spilled):");
+        for (const Sample& c : b2_cold)
+            std::printf(" %.1f/%.1f/%.0f/%llu", c.wall_ms, c.cpu_ms, c.build_us,
+                        static_cast<unsigned long long>(c.spilled));
+        std::printf("\n");
+        auto least = [](const std::vector<Sample>& v, auto f) {
+            double m = f(v[0]);
+            for (const Sample& x : v)
+                m = std::min(m, f(x));
+            return m;
+        };
+        const auto wall_of = [](const Sample& x) { return x.wall_ms; };
+        const auto cpu_of = [](const Sample& x) { return x.cpu_ms; };
+        std::printf("B2 minima over rounds: cold %.2f ms wall %.2f ms cpu, steady %.2f ms wall "
+                    "%.2f ms cpu (cold/steady %.3f wall, %.3f cpu)\n",
+                    least(b2_cold, wall_of), least(b2_cold, cpu_of), least(samples[B2], wall_of),
+                    least(samples[B2], cpu_of),
+                    least(b2_cold, wall_of) / least(samples[B2], wall_of),
+                    least(b2_cold, cpu_of) / least(samples[B2], cpu_of));
         std::printf("(per step of %d replays; copies and allocs are the binds' own: the "
                     "Definition and boundary-table traffic, not the caching allocator's cached "
                     "blocks)\n",
                     kReplays);
 
-        auto steady = [&](Arm a, auto f) { return median(each(samples[a], f, true)); };
+        auto steady = [&](Arm a, auto f) { return median(each(samples[a], f, a != B2, a == B2)); };
         auto cold = [&](Arm a, auto f) {
             return a == B2 ? median(each(b2_cold, f, false, true)) : f(samples[a][0]);
         };

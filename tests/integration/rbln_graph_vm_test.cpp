@@ -114,8 +114,8 @@ StorageView relu_matmul_scale(Stream& s, const StorageView& x, const StorageView
     return y;
 }
 
-// A graph with fan-out (t0 feeds two nodes) and fan-in (add of both), a
-// fill, a cast and a copy.
+// A graph with fan-out (t0 feeds two nodes) and fan-in (add of both),
+// fills, a cast, a copy and a strided copy.
 StorageView fan(Stream& s, const StorageView& x, const StorageView& z) {
     const ElementType t = x.storage->element_type();
     auto t0 = tensor(0, x.sizes, t);
@@ -134,7 +134,20 @@ StorageView fan(Stream& s, const StorageView& x, const StorageView& z) {
     ops::add(s, g, f, c);
     auto y = tensor(0, x.sizes, ElementType::Fp32);
     ops::copy(s, y, g);
-    return y;
+    // A strided copy: columns 1..17 of y into every other row of a block.
+    StorageView cols = y;
+    cols.offset = 1;
+    cols.sizes = {x.sizes[0], 16};
+    cols.strides = {x.sizes[1], 1};
+    auto wide = tensor(0, {x.sizes[0] * 2, 16}, ElementType::Fp32);
+    ops::fill(s, wide, -1.0F);
+    StorageView rows = wide;
+    rows.sizes = {x.sizes[0], 16};
+    rows.strides = {32, 1};
+    ops::copy(s, rows, cols);
+    auto sum = tensor(0, {x.sizes[0] * 2, 16}, ElementType::Fp32);
+    ops::add(s, sum, wide, wide);
+    return sum;
 }
 
 class VmGraphTypes : public ::testing::TestWithParam<ElementType> {};
@@ -183,7 +196,7 @@ TEST_P(VmGraphTypes, FanOutAndFanInReplayedEqualsEagerByteForByte) {
     s.begin_capture();
     const StorageView y = fan(s, x, z);
     Graph g = s.end_capture();
-    EXPECT_EQ(g.node_count(), 8u);
+    EXPECT_EQ(g.node_count(), 11u);
     auto outs = g.replay(s);
     ASSERT_EQ(outs.size(), 1u);
     EXPECT_FALSE(all_zero(eager));

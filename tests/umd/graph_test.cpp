@@ -174,6 +174,53 @@ TEST(Graph, ADeadIntermediatesBytesAreReusedAfterItsLastReader) {
     EXPECT_EQ(c.accepted, 1) << (c.last_error ? c.last_error->why : "");
 }
 
+TEST(Graph, AStridedCopyRunsAsOneCopyStridedEagerlyAndIsRecordedAsOne) {
+    GraphCard c;
+    Stream& s = *c.stream;
+    auto src = c.view({6, 10});
+    std::vector<float> host(60);
+    for (std::size_t i = 0; i < host.size(); i++)
+        host[i] = static_cast<float>(i);
+    ops::from_host(src, std::as_bytes(std::span(host)));
+    // Columns 2..6 of src into a [6, 4] tensor.
+    StorageView block = src;
+    block.offset = 2;
+    block.sizes = {6, 4};
+    block.strides = {10, 1};
+    auto dst = c.view({6, 4});
+    ops::copy(s, dst, block);
+    std::vector<float> got(24);
+    ops::to_host(dst, std::as_writable_bytes(std::span(got)));
+    for (std::size_t r = 0; r < 6; r++)
+        for (std::size_t k = 0; k < 4; k++)
+            EXPECT_EQ(got[r * 4 + k], host[r * 10 + 2 + k]);
+
+    s.begin_capture();
+    auto out = c.view({6, 4});
+    ops::copy(s, out, block);
+    Graph g = s.end_capture();
+    const auto& def = *g.state()->def;
+    ASSERT_EQ(def.nodes.size(), 1u);
+    EXPECT_EQ(def.nodes[0].op, static_cast<std::uint32_t>(RBLN_FW_PKT_COPY_STRIDED));
+    EXPECT_EQ(def.nodes[0].reloc[0].offset, 8u) << "src: 2 elements into its storage";
+    EXPECT_EQ(def.nodes[0].pkt.copy_strided.src_pitch, 40u);
+    EXPECT_EQ(def.nodes[0].pkt.copy_strided.width, 16u);
+    g.replay(s);
+    s.synchronize();
+    EXPECT_EQ(c.accepted, 1) << (c.last_error ? c.last_error->why : "");
+    // A gather it cannot do is refused with what to use instead.
+    StorageView transposed = src;
+    transposed.sizes = {10, 6};
+    transposed.strides = {1, 10};
+    auto t = c.view({10, 6});
+    try {
+        ops::copy(s, t, transposed);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("use cast"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Graph, BoundaryTensorsAreInOutOrInOutByUse) {
     GraphCard c;
     Stream& s = *c.stream;
@@ -323,6 +370,71 @@ TEST(Graph, MisuseDuringACaptureIsRefusedWithWhatToDo) {
     s.begin_capture();
     EXPECT_THROW(s.end_capture(), Error) << "nothing recorded";
     EXPECT_FALSE(s.capturing()) << "and the capture is closed";
+}
+
+Graph capture_scale(GraphCard& c, const StorageView& x, float k) {
+    Stream& s = *c.stream;
+    s.begin_capture();
+    auto y = c.view(x.sizes);
+    ops::scale(s, y, x, k);
+    return s.end_capture();
+}
+
+TEST(Graph, ADefinitionAnUnfinishedReplayUsesIsNotEvicted) {
+    GraphCard c;
+    GraphCacheOptions o;
+    o.capacity = 1;
+    set_graph_cache_options(*c.dev, o);
+    auto x = c.view({8});
+    x.storage->commit();
+    Graph a = capture_scale(c, x, 2.0F);
+    c.k->hold_jobs = true;
+    auto outs = a.replay(*c.stream);
+    c.dev->flush();
+    ASSERT_EQ(c.k->pending_jobs(), 1u);
+    Graph b = capture_scale(c, x, 3.0F); // the cache is full, but a's replay runs
+    GraphStats st = graph_stats(*c.dev);
+    EXPECT_EQ(st.cache_evictions, 0u);
+    EXPECT_EQ(st.cache_entries, 2u) << "over capacity until the replay is done";
+    c.k->complete_jobs();
+    c.k->hold_jobs = false;
+    c.stream->synchronize();
+    Graph d = capture_scale(c, x, 4.0F);
+    st = graph_stats(*c.dev);
+    EXPECT_EQ(st.cache_evictions, 2u) << "a and b, least recently used first";
+    EXPECT_EQ(st.cache_entries, 1u);
+    a.replay(*c.stream); // evicted: entered again, built and uploaded again
+    c.stream->synchronize();
+    EXPECT_EQ(graph_stats(*c.dev).cache_misses, 4u);
+    EXPECT_EQ(c.accepted, 2) << (c.last_error ? c.last_error->why : "");
+}
+
+TEST(Graph, ABindTakesASlotNoUnfinishedReplayReadsAndWaitsOnlyWhenThereIsNone) {
+    GraphCard c;
+    auto x = c.view({8});
+    x.storage->commit();
+    Graph a = capture_scale(c, x, 2.0F);
+    Graph b = capture_scale(c, x, 3.0F);
+    Graph d = capture_scale(c, x, 4.0F);
+    c.k->hold_jobs = true;
+    auto oa = a.replay(*c.stream);
+    c.dev->flush();
+    auto ob = b.replay(*c.stream); // a's slot is in flight: the other one
+    c.dev->flush();
+    GraphStats st = graph_stats(*c.dev);
+    EXPECT_EQ(st.overlapped_binds, 1u);
+    EXPECT_EQ(st.bind_waits, 0u);
+    EXPECT_EQ(c.k->pending_jobs(), 2u);
+    auto oa2 = a.replay(*c.stream); // a's slot holds it: reads only, no wait
+    EXPECT_EQ(graph_stats(*c.dev).bind_waits, 0u);
+    EXPECT_EQ(graph_stats(*c.dev).copies, 2u);
+    auto od = d.replay(*c.stream); // both slots' staging still read: a wait
+    st = graph_stats(*c.dev);
+    EXPECT_EQ(st.bind_waits, 1u);
+    c.k->hold_jobs = false;
+    c.k->complete_jobs();
+    c.stream->synchronize();
+    EXPECT_EQ(c.accepted, 4) << (c.last_error ? c.last_error->why : "");
 }
 
 TEST(Graph, GraphCacheOptionsAreCheckedAndFixedAtTheFirstReplay) {

@@ -179,9 +179,9 @@ struct GraphStats {
 
 /// The graph runtime's settings of a device (see the top of the header).
 struct GraphCacheOptions {
-    unsigned slots = 2;                     ///< pipeline slots (>= 2)
-    std::size_t capacity = 64;              ///< Definitions cached
-    std::uint64_t block_bytes = 256u << 10; ///< first size of a slot's blocks
+    unsigned slots = 2;                   ///< pipeline slots (>= 2)
+    std::size_t capacity = 64;            ///< Definitions cached
+    std::uint64_t block_bytes = 1u << 20; ///< first size of a slot's blocks
 };
 
 GraphStats graph_stats(Device& device);

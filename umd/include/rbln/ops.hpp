@@ -60,6 +60,10 @@ void matmul(Stream& stream, const StorageView& out, const StorageView& a, const 
 /// device, else through host memory between the two logical devices (the
 /// storage on the other device is used on that device's default stream;
 /// as for any use from two streams, order its writer with an Event).
+/// When either view is not contiguous it is a strided copy: equal sizes,
+/// one element type, 1 to 3 dimensions whose last stride is 1 on both
+/// sides, both on @stream's device: one COPY_STRIDED (rows of the last
+/// dimension, planes of the first).
 void copy(Stream& stream, const StorageView& dst, const StorageView& src,
           rbln::source_location where = rbln::source_location::current());
 

@@ -290,10 +290,70 @@ std::uint64_t contiguous_bytes(const char* op, const char* name, const StorageVi
 
 } // namespace
 
+namespace {
+
+// ops::copy of views that are not both contiguous: one COPY_STRIDED.
+void copy_strided_views(Stream& stream, const StorageView& dst, const StorageView& src) {
+    constexpr const char* op = "ops::copy";
+    check_view(op, "dst", dst, stream);
+    check_view(op, "src", src, stream);
+    if (dst.storage->element_type() != src.storage->element_type())
+        bad(op, "a strided copy keeps the element type; dst's differs from src's (use cast)");
+    if (dst.sizes != src.sizes)
+        bad(op, "dst's sizes " + dims(dst.sizes) + " differ from src's " + dims(src.sizes));
+    const std::size_t nd = src.sizes.size();
+    if (nd < 1 || nd > 3 || src.strides[nd - 1] != 1 || dst.strides[nd - 1] != 1)
+        bad(op, "a strided copy takes 1 to 3 dimensions with a last stride of 1 on both sides "
+                "(sizes " +
+                    dims(src.sizes) + ", strides " + dims(src.strides) + " and " +
+                    dims(dst.strides) + "); use cast for any other gather");
+    for (std::size_t d = 0; d + 1 < nd; d++)
+        if (src.strides[d] < 0 || dst.strides[d] < 0)
+            bad(op, "a strided copy takes non-negative strides");
+    const std::uint64_t es = element_size(src.storage->element_type());
+    StridedCopy c;
+    c.width = static_cast<std::uint64_t>(src.sizes[nd - 1]) * es;
+    c.height = nd >= 2 ? static_cast<std::uint32_t>(src.sizes[nd - 2]) : 1;
+    c.depth = nd == 3 ? static_cast<std::uint32_t>(src.sizes[0]) : 1;
+    c.src_pitch = nd >= 2 ? static_cast<std::uint64_t>(src.strides[nd - 2]) * es : 0;
+    c.dst_pitch = nd >= 2 ? static_cast<std::uint64_t>(dst.strides[nd - 2]) * es : 0;
+    c.src_slice = nd == 3 ? static_cast<std::uint64_t>(src.strides[0]) * es : 0;
+    c.dst_slice = nd == 3 ? static_cast<std::uint64_t>(dst.strides[0]) * es : 0;
+    const DeviceAccess da = dst.covers_whole_storage() && dst.storage != src.storage
+                                ? DeviceAccess::Write
+                                : DeviceAccess::ReadWrite;
+    rbln_fw_pkt_copy_strided p{};
+    p.hdr = RBLN_FW_PKT_HDR(RBLN_FW_PKT_COPY_STRIDED, 0, sizeof(p));
+    p.width = c.width;
+    p.height = c.height;
+    p.depth = c.depth;
+    p.src_pitch = c.src_pitch;
+    p.src_slice = c.src_slice;
+    p.dst_pitch = c.dst_pitch;
+    p.dst_slice = c.dst_slice;
+    if (captured(op, stream, RBLN_FW_PKT_COPY_STRIDED, p,
+                 {detail::graph::Slot{src.storage, byte_offset(src), DeviceAccess::Read},
+                  detail::graph::Slot{dst.storage, byte_offset(dst), da}, detail::graph::Slot{}}))
+        return;
+    const auto& ms = src.storage->device_use(stream, DeviceAccess::Read);
+    const auto& md = dst.storage->device_use(stream, da);
+    c.src = va_of(ms, src);
+    c.dst = va_of(md, dst);
+    const std::shared_ptr<Memory> bufs[] = {ms, md};
+    stream.enqueue(
+        PacketSize::copy_strided, [&](CommandEncoder& e) { e.copy_strided(c); }, bufs);
+}
+
+} // namespace
+
 void copy(Stream& stream, const StorageView& dst, const StorageView& src,
           rbln::source_location where) {
     const ExplainSite site(where);
     constexpr const char* op = "ops::copy";
+    if (src.storage && dst.storage && (!src.is_contiguous() || !dst.is_contiguous())) {
+        copy_strided_views(stream, dst, src);
+        return;
+    }
     const std::uint64_t n = contiguous_bytes(op, "src", src);
     if (contiguous_bytes(op, "dst", dst) != n)
         bad(op, "dst and src differ in size");

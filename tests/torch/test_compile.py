@@ -20,6 +20,17 @@ from conftest import on_card
 pytestmark = pytest.mark.card
 
 
+@pytest.fixture(autouse=True)
+def settled():
+    """Each test ends with the card idle, so the blocks of its tensors are
+    back in the allocator's pool (a block freed while a job used it is
+    held until the job is reaped) and the next test starts from zero."""
+    yield
+    import gc
+    gc.collect()
+    torch_rbln.synchronize()
+
+
 def test_the_documented_relu_of_a_sum_replays_for_one_shape_and_recompiles_for_another(dev):
     @torch_rbln.compile
     def f(x, y):

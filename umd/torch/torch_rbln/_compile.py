@@ -127,19 +127,10 @@ class CompiledFunction:
         kinds = "".join(kinds)
         graph = self._graphs.get(kinds)
         if graph is None:
-            graph = self._graphs[kinds] = _C.GraphFunction(self._body(kinds))
+            graph = self._graphs[kinds] = _C.GraphFunction(
+                _body(self._gm, kinds, self._sequence))
         outs = graph(tensors, scalars)
         return tuple(outs) if self._sequence else outs[0]
-
-    def _body(self, kinds):
-        """The graph's body for arguments of ``kinds`` ("t" tensor, "s"
-        scalar, in order): runs the traced function on them."""
-        def body(ts, ss):
-            ts, ss = list(ts), list(ss)
-            full = [ts.pop(0) if k == "t" else ss.pop(0) for k in kinds]
-            out = self._gm(*full)
-            return list(out) if self._sequence else [out]
-        return body
 
     def stats(self):
         """calls, replays, recompiles and profiles, over every call."""
@@ -148,6 +139,19 @@ class CompiledFunction:
             for k, v in g.stats().items():
                 total[k] += v
         return total
+
+
+def _body(gm, kinds, sequence):
+    """The graph's body for arguments of ``kinds`` ("t" tensor, "s" scalar,
+    in order): runs the traced function on them.  It must not refer to the
+    CompiledFunction: the C++ GraphFunction holds it, out of the garbage
+    collector's sight, and a cycle through it would never be freed."""
+    def body(ts, ss):
+        ts, ss = list(ts), list(ss)
+        full = [ts.pop(0) if k == "t" else ss.pop(0) for k in kinds]
+        out = gm(*full)
+        return list(out) if sequence else [out]
+    return body
 
 
 def _returns_sequence(gm):

@@ -17,6 +17,7 @@ import sys
 import torch
 
 from . import _C
+from . import _distributed as distributed
 from ._device import (DEVICE_TYPE, current_device, device, device_count,
                       device_of, is_available, physical_device_count,
                       set_device, synchronize)
@@ -33,7 +34,7 @@ from ._streams import (Event, Stream, StreamContext, current_stream,
 __all__ = [
     "DEVICE_TYPE", "Event", "Stream", "StreamContext", "bind_device_memory",
     "current_device", "current_stream", "default_stream", "device",
-    "device_count", "device_of", "empty_cache", "empty_pinned", "explain",
+    "device_count", "device_of", "distributed", "empty_cache", "empty_pinned", "explain",
     "fallback_ops", "huge_host_empty", "is_available", "is_pinned",
     "max_memory_allocated", "max_memory_reserved", "memory_allocated",
     "memory_reserved", "memory_stats", "memory_stats_per_chiplet",

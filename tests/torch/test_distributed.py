@@ -20,7 +20,7 @@ WORLD = 2
 def test_import_registers_the_rbln_backend():
     assert dist.Backend.RBLN == "RBLN"
     assert "RBLN" in dist.Backend._plugins
-    assert dist.Backend("rbln") == "RBLN"
+    assert dist.Backend("rbln") == "rbln"
 
 
 def free_port():

@@ -64,8 +64,9 @@ at::Tensor pinned_empty(at::IntArrayRef sizes, c10::ScalarType dtype, unsigned i
 unsigned device_of_tensor(const at::Tensor& t, const char* op) {
     TORCH_CHECK_TYPE(t.defined(), kWho, ": ", op, " got an undefined tensor");
     TORCH_CHECK_TYPE(t.device().type() == c10::DeviceType::PrivateUse1, kWho, ": ", op,
-                     " takes tensors on an rbln device (", device_name(0),
-                     ":N), got one on ", t.device().str(),
+                     " takes tensors on an rbln device (",
+                     c10::DeviceTypeName(c10::DeviceType::PrivateUse1, true), ":N), got one on ",
+                     t.device().str(),
                      "; move it to the rank's card with .to(torch_rbln.device_of(n)), or use a "
                      "gloo process group for CPU tensors");
     check_dtype(t.scalar_type());
@@ -85,29 +86,29 @@ void same_device(const at::Tensor& first, at::TensorList ts, const char* op) {
 // The single tensor of @ts (one card per rank).
 const at::Tensor& single(at::TensorList ts, const char* op) {
     TORCH_CHECK_VALUE(ts.size() == 1, kWho, ": ", op,
-                      " takes one tensor per rank (each process drives one card), got ",
-                      ts.size());
+                      " takes one tensor per rank (each process drives one card), got ", ts.size());
     device_of_tensor(ts[0], op);
     return ts[0];
 }
 
 void same_shape(const at::Tensor& a, const at::Tensor& b, const char* op) {
-    TORCH_CHECK_VALUE(a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes(), kWho, ": ",
-                      op, " needs tensors of one dtype and shape, got ", a.scalar_type(),
-                      a.sizes(), " and ", b.scalar_type(), b.sizes());
+    TORCH_CHECK_VALUE(a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes(), kWho, ": ", op,
+                      " needs tensors of one dtype and shape, got ", a.scalar_type(), a.sizes(),
+                      " and ", b.scalar_type(), b.sizes());
 }
 
 // The host copy of device tensor @t (pinned, contiguous).
 at::Tensor stage_in(const at::Tensor& t) {
-    at::Tensor h = pinned_empty(t.sizes(), staging_dtype(t.scalar_type()), device_index(t.device()));
+    at::Tensor h =
+        pinned_empty(t.sizes(), staging_dtype(t.scalar_type()), device_index(t.device()));
     h.copy_(t);
     return h;
 }
 
 // A complete Work whose future holds @result.
 c10::intrusive_ptr<c10d::Work> completed(std::vector<at::Tensor> result) {
-    auto fut = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::create(c10::TensorType::get()));
+    auto fut =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
     fut->markCompleted(c10::IValue(std::move(result)));
     return c10d::Work::create_from_future(fut);
 }
@@ -134,8 +135,8 @@ public:
     ProcessGroupRBLN(c10::intrusive_ptr<c10d::ProcessGroup> gloo, int rank, int size)
         : ProcessGroup(rank, size), gloo_(std::move(gloo)) {
         TORCH_CHECK_VALUE(gloo_->getRank() == rank && gloo_->getSize() == size, kWho,
-                          ": the gloo group is rank ", gloo_->getRank(), " of ",
-                          gloo_->getSize(), ", expected ", rank, " of ", size);
+                          ": the gloo group is rank ", gloo_->getRank(), " of ", gloo_->getSize(),
+                          ", expected ", rank, " of ", size);
         init();
     }
 
@@ -144,10 +145,10 @@ public:
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const c10d::BroadcastOptions& opts) override {
         const at::Tensor& t = single(tensors, "broadcast");
-        at::Tensor h = opts.rootRank == rank_
-                           ? stage_in(t)
-                           : pinned_empty(t.sizes(), staging_dtype(t.scalar_type()),
-                                          device_index(t.device()));
+        at::Tensor h =
+            opts.rootRank == rank_
+                ? stage_in(t)
+                : pinned_empty(t.sizes(), staging_dtype(t.scalar_type()), device_index(t.device()));
         std::vector<at::Tensor> v{h};
         gloo_->broadcast(v, opts)->wait();
         if (opts.rootRank != rank_)
@@ -208,19 +209,18 @@ public:
                                                    const c10d::AllgatherOptions& opts) override {
         const at::Tensor& in = single(at::TensorList(input), "all_gather_into_tensor");
         same_device(in, at::TensorList(output), "all_gather_into_tensor");
-        TORCH_CHECK_VALUE(output.scalar_type() == in.scalar_type() &&
-                              output.numel() == in.numel() * size_,
-                          kWho, ": all_gather_into_tensor needs an output of the input's dtype "
-                                "and world size times its elements");
+        TORCH_CHECK_VALUE(
+            output.scalar_type() == in.scalar_type() && output.numel() == in.numel() * size_, kWho,
+            ": all_gather_into_tensor needs an output of the input's dtype "
+            "and world size times its elements");
         auto parts = gather_host(in, opts);
         output.copy_(parts[0].as_strided({in.numel() * size_}, {1}).view(output.sizes()));
         return completed({output});
     }
 
-    c10::intrusive_ptr<c10d::Work>
-    reduce_scatter(std::vector<at::Tensor>& outputs,
-                   std::vector<std::vector<at::Tensor>>& inputs,
-                   const c10d::ReduceScatterOptions& opts) override {
+    c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                  const c10d::ReduceScatterOptions& opts) override {
         const at::Tensor& out = single(outputs, "reduce_scatter");
         TORCH_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
                           kWho, ": reduce_scatter takes one list of ", size_,
@@ -230,8 +230,8 @@ public:
             same_shape(out, i, "reduce_scatter");
         std::vector<std::int64_t> sizes{size_};
         sizes.insert(sizes.end(), out.sizes().begin(), out.sizes().end());
-        at::Tensor h = pinned_empty(sizes, staging_dtype(out.scalar_type()),
-                                    device_index(out.device()));
+        at::Tensor h =
+            pinned_empty(sizes, staging_dtype(out.scalar_type()), device_index(out.device()));
         for (int r = 0; r < size_; r++)
             h[r].copy_(inputs[0][r]);
         out.copy_(host_allreduce(h, opts.reduceOp, "reduce_scatter")[rank_]);
@@ -243,12 +243,12 @@ public:
                          const c10d::ReduceScatterOptions& opts) override {
         const at::Tensor& out = single(at::TensorList(output), "reduce_scatter_tensor");
         same_device(out, at::TensorList(input), "reduce_scatter_tensor");
-        TORCH_CHECK_VALUE(input.scalar_type() == out.scalar_type() &&
-                              input.numel() == out.numel() * size_,
-                          kWho, ": reduce_scatter_tensor needs an input of the output's dtype "
-                                "and world size times its elements");
-        at::Tensor h = host_allreduce(stage_in(input.reshape({size_, out.numel()})),
-                                      opts.reduceOp, "reduce_scatter_tensor");
+        TORCH_CHECK_VALUE(
+            input.scalar_type() == out.scalar_type() && input.numel() == out.numel() * size_, kWho,
+            ": reduce_scatter_tensor needs an input of the output's dtype "
+            "and world size times its elements");
+        at::Tensor h = host_allreduce(stage_in(input.reshape({size_, out.numel()})), opts.reduceOp,
+                                      "reduce_scatter_tensor");
         out.copy_(h[rank_].view(out.sizes()));
         return completed({output});
     }
@@ -263,8 +263,8 @@ public:
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
                                         int tag) override {
         const at::Tensor& t = single(tensors, "recv");
-        std::vector<at::Tensor> v{pinned_empty(t.sizes(), staging_dtype(t.scalar_type()),
-                                               device_index(t.device()))};
+        std::vector<at::Tensor> v{
+            pinned_empty(t.sizes(), staging_dtype(t.scalar_type()), device_index(t.device()))};
         gloo_->recv(v, src, tag)->wait();
         t.copy_(v[0]);
         return completed(tensors);
@@ -312,6 +312,19 @@ private:
 };
 
 } // namespace
+
+// The collectives reach the process group through the dispatcher (c10d::
+// allreduce_ and the rest, Ops.hpp), whose kernels cover every backend key
+// but no autograd key: 1.13 gives AutogradCPU, AutogradCUDA and a few more
+// a fallthrough (VariableFallbackKernel.cpp), not AutogradPrivateUse1, so
+// without these an rbln tensor stops at "Could not run 'c10d::allreduce_'
+// with arguments from the 'AutogradPrivateUse1' backend".  Collectives are
+// not differentiated (as on CPU and CUDA).
+TORCH_LIBRARY_IMPL(c10d, AutogradPrivateUse1, m) {
+    for (const char* op : {"allgather_", "allreduce_", "alltoall_", "barrier", "broadcast_",
+                           "gather_", "recv_", "reduce_", "reduce_scatter_", "scatter_", "send"})
+        m.impl(op, torch::CppFunction::makeFallthrough());
+}
 
 void register_distributed(py::module_& m) {
     // @gloo: a ProcessGroupGloo made on the same store (torch_rbln/_distributed.py).

@@ -32,7 +32,10 @@ two_vms() {
 		local worker="cd '$top/tests/torch' && PYTHONPATH='$top/build/torch'"
 		worker+=" PYTHONDONTWRITEBYTECODE=1 RANK=$r WORLD_SIZE=2 MASTER_ADDR=10.77.0.1"
 		worker+=" MASTER_PORT=29500 RBLN_DIST_CARD=0 GLOO_SOCKET_IFNAME=\$RBLN_VM_NETDEV"
-		worker+=" /usr/bin/python3 dist_worker.py test"
+		# stderr (PyTorch's and glog's warnings) only on failure: the
+		# console's "WARNING:" lines would read as a kernel splat.
+		worker+=" /usr/bin/python3 dist_worker.py test 2>/tmp/rank.err"
+		worker+="; rc=\$?; [ \$rc = 0 ] || tail -n 40 /tmp/rank.err; exit \$rc"
 		"$vm" -q --timeout 1200 --cards 1 --net-udp "$((base + r)):$((base + 1 - r))" \
 			--ip "10.77.0.$((r + 1))/24" -- bash -c "$worker" > "$out/rank$r" 2>&1 &
 		pids+=($!)

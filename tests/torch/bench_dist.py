@@ -8,7 +8,8 @@ gloo's all_reduce of CPU tensors of the same size in the same run (the
 to pinned host, gloo, host to device).  Then one DistributedDataParallel
 step (forward, backward with the gradient all_reduce, SGD) against one
 process's step of the same model and batch.  Bandwidth is algorithm
-bandwidth: bytes / time per all_reduce.
+bandwidth: bytes / time per all_reduce.  Each figure is the best of three
+interleaved rounds (dist_worker.py's best_of).
 """
 
 import os

@@ -215,7 +215,10 @@ def check_ddp():
     dist.all_gather(parts, flat.to(DEV))
     for r in range(WORLD):
         expect_equal(parts[r], flat, f"rank {r}'s parameters after DDP")
-    return {"ddp_max_diff": worst, "half_batch_diff": control}
+    # DDP's logging data names the process group's backend.
+    stats = ddp._get_ddp_logging_data()
+    return {"ddp_max_diff": worst, "half_batch_diff": control,
+            "ddp_backend_name": stats.get("backend_name")}
 
 
 # --- bench ----------------------------------------------------------------------

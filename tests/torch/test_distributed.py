@@ -86,3 +86,4 @@ def test_ddp_matches_one_process_on_the_combined_batch(ranks):
     for r in ranks:
         assert r["results"]["ddp"] == "ok", r["results"]["ddp"]
         assert r["ddp_max_diff"] <= 2e-5 and r["half_batch_diff"] > 1e-3, r
+        assert r["ddp_backend_name"] == "rbln", r

@@ -26,7 +26,6 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/csrc/distributed/c10d/reducer_timer.hpp>
 #include <torch/csrc/utils/pybind.h>
 
 #include <cstring>
@@ -326,34 +325,6 @@ TORCH_LIBRARY_IMPL(c10d, AutogradPrivateUse1, m) {
                            "gather_", "recv_", "reduce_", "reduce_scatter_", "scatter_", "send"})
         m.impl(op, torch::CppFunction::makeFallthrough());
 }
-
-namespace {
-
-// DDP's reducer times forward, backward and communication with a Timer of
-// its parameters' device type (its logger's runtime statistics); 1.13 has
-// one for CPU and CUDA.  Host clock: the rbln group's collectives are
-// synchronous, so their host times are their times.
-class HostTimer final : public c10d::Timer {
-public:
-    explicit HostTimer(c10::Device) {}
-    c10::optional<int64_t> measureDifference(Event start, Event end) override {
-        const auto s = getTimestamp(start);
-        const auto e = getTimestamp(end);
-        if (!s || !e || *e < *s)
-            return c10::nullopt;
-        return *e - *s;
-    }
-};
-
-} // namespace
-
-} // namespace torch_rbln
-
-namespace c10d {
-C10_REGISTER_TYPED_CLASS(TimerRegistry, c10::kPrivateUse1, torch_rbln::HostTimer);
-} // namespace c10d
-
-namespace torch_rbln {
 
 void register_distributed(py::module_& m) {
     // @gloo: a ProcessGroupGloo made on the same store (torch_rbln/_distributed.py).

@@ -79,7 +79,10 @@ ip link set lo up 2>/dev/null || say "ip link set lo up failed"
 if [ -n "${RBLN_VM_IP:-}" ]; then
 	modprobe virtio_net || { say "modprobe virtio_net failed"; finish 125; }
 	for _ in $(seq 50); do
-		RBLN_VM_NETDEV=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
+		RBLN_VM_NETDEV=""
+		for n in /sys/class/net/*; do
+			[ "${n##*/}" = lo ] || { RBLN_VM_NETDEV=${n##*/}; break; }
+		done
 		[ -n "$RBLN_VM_NETDEV" ] && break
 		sleep 0.1
 	done

@@ -7,6 +7,7 @@
 #   make test-debug    every VM step on the debug kernel
 #   make torch         torch_rbln, the PyTorch backend (umd/torch) in build/torch
 #   make test-torch    every torch_rbln pytest, in the VM (make test runs a part)
+#   make bench-dist    torch.distributed's rbln backend vs gloo, DDP step (VM, 2 cards)
 #   make soak SECONDS=N  the bounded soak, two cards (default 600 s; make test: 120)
 #   make demo          deps, build, then rbln-smi + a workload in the VM (quiet)
 #   make bench         benchmarks in the VM (BO create vs vgem, pinning vs mlock)
@@ -39,7 +40,7 @@ SMI     := $(CMAKE_B)/tools/rbln-smi/rbln-smi
 
 .PHONY: all deps kernel userspace test demo bench bench-sqpoll bench-graph vm dkms-install install lint \
         lint-kernel lint-user test-host test-vm test-vm-debug test-debug fuzz clean help \
-        torch test-torch
+        torch test-torch bench-dist
 
 all: kernel userspace
 
@@ -72,6 +73,12 @@ torch: userspace
 # Every pytest of tests/torch in the VM (make test-vm runs the quick set).
 test-torch: kernel torch
 	$(TOP)/tests/torch/run-vm.sh all
+
+# The rbln torch.distributed backend's all_reduce against gloo's, and a DDP
+# step against one process's (tests/torch/README.md has the table).
+bench-dist: kernel torch
+	$(VM) -q --timeout 2400 --cards 2 -- bash -c "cd '$(TOP)/tests/torch' && \
+		PYTHONPATH='$(TORCH_B)' PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 bench_dist.py"
 
 lint: lint-kernel lint-user
 

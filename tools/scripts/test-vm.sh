@@ -79,6 +79,11 @@ step "librbln streams, events, copies, memory (explain), host memory, graphs and
 # 25-40 s); make test-torch adds the fork, mapping and ATOM tests.
 step "torch_rbln pytest (all but the slow ones), 2 Rebel100 cards" \
 	"$top/tests/torch/run-vm.sh" quick
+# torch.distributed's rbln backend across machines: two ranks in two VMs of
+# one card each, joined by a QEMU UDP socket network (~110 s; the two-rank
+# test on two cards of one VM is in the pytest above).
+step "torch.distributed rbln backend, two VMs over a QEMU socket network" \
+	"$top/tests/torch/run-vm.sh" two-vms
 # These four cards speak firmware-iface 1.2, the previous firmware: the
 # driver must not send them VM_ABORT or the FAULT_ABORTS job flag (every
 # job would fail), and a fault still fails the client's later jobs.

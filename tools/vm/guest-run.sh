@@ -72,6 +72,26 @@ if [ "$RBLN_VM_BIND" = 1 ]; then
 	done
 fi
 
+# Loopback, for commands that talk TCP to themselves (torch.distributed's store).
+ip link set lo up 2>/dev/null || say "ip link set lo up failed"
+
+# The NIC of --net-udp / --ip: its address, and its name for the command.
+if [ -n "${RBLN_VM_IP:-}" ]; then
+	modprobe virtio_net || { say "modprobe virtio_net failed"; finish 125; }
+	for _ in $(seq 50); do
+		RBLN_VM_NETDEV=""
+		for n in /sys/class/net/*; do
+			[ "${n##*/}" = lo ] || { RBLN_VM_NETDEV=${n##*/}; break; }
+		done
+		[ -n "$RBLN_VM_NETDEV" ] && break
+		sleep 0.1
+	done
+	[ -n "$RBLN_VM_NETDEV" ] || { say "no network interface for $RBLN_VM_IP"; finish 125; }
+	ip addr add "$RBLN_VM_IP" dev "$RBLN_VM_NETDEV" && ip link set "$RBLN_VM_NETDEV" up ||
+		{ say "configuring $RBLN_VM_NETDEV as $RBLN_VM_IP failed"; finish 125; }
+	export RBLN_VM_NETDEV
+fi
+
 say "command starts at uptime $(cut -d" " -f1 /proc/uptime)s"
 cd "$RBLN_VM_CWD" 2>/dev/null || cd /
 bash "$RBLN_RUN/cmd.sh"

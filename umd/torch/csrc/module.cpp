@@ -27,6 +27,9 @@ namespace py = pybind11;
 
 namespace torch_rbln {
 
+// distributed.cpp: the torch.distributed backend's constructor.
+void register_distributed(py::module_& m);
+
 namespace {
 
 rbln::Runtime& runtime() {
@@ -328,6 +331,8 @@ PYBIND11_MODULE(_C, m) {
             return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
         py::call_guard<py::gil_scoped_release>());
+
+    register_distributed(m);
 
     m.def("fallback_ops", &fallback_ops);
     m.def("fallback_count", &fallback_count);

@@ -18,6 +18,7 @@ import torch
 
 from . import _C
 from ._compile import compile
+from . import _distributed as distributed
 from ._device import (DEVICE_TYPE, current_device, device, device_count,
                       device_of, is_available, physical_device_count,
                       set_device, synchronize)
@@ -35,7 +36,7 @@ __all__ = [
     "DEVICE_TYPE", "Event", "Stream", "StreamContext", "bind_device_memory",
     "compile",
     "current_device", "current_stream", "default_stream", "device",
-    "device_count", "device_of", "empty_cache", "empty_pinned", "explain",
+    "device_count", "device_of", "distributed", "empty_cache", "empty_pinned", "explain",
     "fallback_ops", "huge_host_empty", "is_available", "is_pinned",
     "max_memory_allocated", "max_memory_reserved", "memory_allocated",
     "memory_reserved", "memory_stats", "memory_stats_per_chiplet",

@@ -44,12 +44,13 @@ step() { # name, then the command
 }
 
 step "runner self-test" "$top/tests/runner/run.sh"
+# --hotplug: rbln_removal_test's hot unplug (QEMU device_del/device_add).
 step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
-	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
+	"$vm" -q --hotplug --timeout 900 --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi' &&
 	 '$demo' --size 96,160,72 --dtype all --chiplet 3"
 step "kselftests + rbln-smi, 2 ATOM cards" \
-	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
+	"$vm" -q --hotplug --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
 step "librbln streams, events, copies, memory (explain) and host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \

@@ -144,6 +144,10 @@ step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -
 step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
 	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"'$top/tests/kselftest/run.sh' '$ksft' && '$top/tests/vm/smi-check.sh' '$smi'"
+# failslab + fail_page_alloc (10 %, the test tasks, under rbln.ko) over
+# every kselftest, probe's unwinding by fail-nth, then a working card.
+step "debug kernel: kselftests with kernel allocation failures injected, probe unwinding, 1 Rebel100 card" \
+	"$top/tests/runner/failslab.sh" 10
 step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \

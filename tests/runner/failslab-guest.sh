@@ -168,6 +168,8 @@ rebind_all
 
 # ---- 3. probe's unwinding: fail the N-th allocation of the bind
 f0=$(rbln_functions | head -n 1)
+[ -n "$f0" ] || { bad "no PCI function with driver_override rbln for the probe loop"; exit 1; }
+say "probe loop on $f0"
 probe_fails=0
 last=0
 range=$(grep '\[drm\]$' /proc/kallsyms | sort |
@@ -193,16 +195,18 @@ while [ "$n" -lt 4000 ]; do
 	tried=$((tried + 1))
 	[ -e "$drv/$f0" ] && echo "$f0" > "$drv/unbind"
 	# One bash task: fail-nth applies to the task that writes the bind
-	# attribute (both writes are builtins of the same shell).
+	# attribute (the writes and the read are builtins of the same shell;
+	# a child, such as cat, has its own fail-nth of 0).
 	out=$(bash -c 'echo '"$n"' > /proc/thread-self/fail-nth &&
 		{ echo '"$f0"' > '"$drv"'/bind; } 2>/dev/null; rc=$?
-		echo "$rc $(cat /proc/thread-self/fail-nth)"' 2>/dev/null)
+		read -r left < /proc/thread-self/fail-nth; echo "$rc $left"' 2>&1)
 	read -r rc left <<< "$out"
 	if [ "${rc:-1}" = 0 ] && [ "${left:-0}" != 0 ]; then
 		last=$n
 		break
 	fi
 	[ "${rc:-0}" != 0 ] && probe_fails=$((probe_fails + 1))
+	[ "$tried" -le 3 ] && say "probe: N = $n: bind exit ${rc:-?}, fail-nth left ${left:-?} ($out)"
 done
 for a in failslab fail_page_alloc; do
 	echo Y > "$dbg/$a/task-filter"
@@ -211,7 +215,7 @@ if [ "$last" = 0 ]; then
 	bad "the bind still reached its N-th allocation at N = $n"
 else
 	say "probe: $tried binds with the N-th allocation under rbln.ko failed (N = 1..$PROBE_FIRST," \
-		"then every ${PROBE_STRIDE}th): $probe_fails binds failed and unwound; the bind with" \
+		"then in steps of $PROBE_STRIDE): $probe_fails binds failed and unwound; the bind with" \
 		"N = $last made fewer allocations and succeeded"
 fi
 [ -e "$drv/$f0" ] || echo "$f0" > "$drv/bind" || bad "normal bind of $f0 after the probe failures"

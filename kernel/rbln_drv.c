@@ -358,6 +358,9 @@ static int rbln_pci_probe(struct pci_dev *pdev, const struct pci_device_id *ent)
 	rdev->state = RBLN_STATE_INIT;
 	pci_set_drvdata(pdev, rdev);
 	spin_lock_init(&rdev->state_lock);
+	ret = drmm_mutex_init(&rdev->drm, &rdev->unplug_lock);
+	if (ret)
+		return ret;
 	/* Locks first: handlers may run as soon as the IRQs are requested. */
 	ret = rbln_admin_init(rdev);
 	if (!ret)
@@ -428,22 +431,45 @@ err_fw:
 }
 
 /*
- * Unbind, rmmod or surprise removal.  Open files keep the drm_device (and
- * so struct rbln_device) alive; after drm_dev_unplug() every ioctl on them
- * fails with -ENODEV and no path touches the hardware again.  Once the
- * card is stopped, everything DMA-mapped for it (buffers, page tables) is
- * given back: nothing of the device's DMA outlives the binding.
+ * Unbind, rmmod, hot unplug, or a card found gone from the bus (all-ones
+ * reads, rbln_reset.c).  Open files keep the drm_device (and so struct
+ * rbln_device) alive; after drm_dev_unplug() every ioctl on them fails
+ * with -ENODEV and no path touches the hardware again.  The card is
+ * stopped (reset, if it is still there), then every job it held fails
+ * with -ENODEV at once, which wakes every WAIT and io_uring command
+ * waiting for one (jobs not yet on a ring fail with -ENODEV when the
+ * scheduler gets to them); then everything DMA-mapped for it (buffers,
+ * page tables) is given back: nothing of the device's DMA outlives the
+ * binding.  What the open files hold is freed when the last one closes.
+ * Runs once; a second call returns at once.
  */
+void rbln_unplug(struct rbln_device *rdev)
+{
+	mutex_lock(&rdev->unplug_lock);
+	if (rdev->unplugged)
+		goto out;
+	rdev->unplugged = true;
+	if (!drm_dev_is_unplugged(&rdev->drm))
+		drm_dev_unplug(&rdev->drm);
+	rbln_reset_stop(rdev);
+	rbln_fw_fini(rdev);
+	rbln_reset_lock(rdev);
+	rbln_rings_stop(rdev);
+	rbln_rings_fail_pending(rdev, -ENODEV);
+	rbln_rings_resume(rdev);
+	rbln_reset_unlock(rdev);
+	rbln_gem_unplug(rdev);
+	rbln_vms_unplug(rdev);
+out:
+	mutex_unlock(&rdev->unplug_lock);
+}
+
 static void rbln_pci_remove(struct pci_dev *pdev)
 {
 	struct rbln_device *rdev = pci_get_drvdata(pdev);
 
-	if (!drm_dev_is_unplugged(&rdev->drm))
-		drm_dev_unplug(&rdev->drm);
+	rbln_unplug(rdev);
 	rbln_reset_fini(rdev);
-	rbln_fw_fini(rdev);
-	rbln_gem_unplug(rdev);
-	rbln_vms_unplug(rdev);
 	rbln_sysfs_fini(rdev);
 }
 

@@ -15,6 +15,7 @@
  * Every lock of the driver, outermost first.  A lock may be taken while
  * holding the ones above it on its line, never the other way round:
  *
+ *   unplug_lock                (mutex, struct rbln_device)
  *   reset.lock                 (mutex, struct rbln_reset)
  *     -> vms.list_lock         (mutex, struct rbln_vms)
  *       -> bo->lock            (mutex, struct rbln_bo)
@@ -161,6 +162,13 @@ struct rbln_device {
 	char fault_reason[RBLN_FAULT_REASON_LEN];
 	bool announce;		/* probe finished: state changes send uevents */
 
+	/*
+	 * Protects unplugged: rbln_unplug() tears the binding down once,
+	 * from remove or from the work that found the card gone.
+	 */
+	struct mutex unplug_lock;
+	bool unplugged;
+
 	struct rbln_irqs irqs;		/* rbln_pci.c */
 	struct rbln_fw fw;		/* rbln_fw.c */
 	struct rbln_admin admin;	/* rbln_admin.c */
@@ -230,6 +238,7 @@ enum rbln_state rbln_get_state(struct rbln_device *rdev);
 void rbln_set_state(struct rbln_device *rdev, enum rbln_state state);
 void rbln_set_fault(struct rbln_device *rdev, u32 code, const char *reason);
 u32 rbln_get_fault(struct rbln_device *rdev, char *reason, size_t len);
+void rbln_unplug(struct rbln_device *rdev);
 
 /* Entry points of the other files */
 int rbln_ioctl_get_info(struct drm_device *drm, void *data,

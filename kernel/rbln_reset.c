@@ -16,6 +16,12 @@
  * driver is rebound.  Each recovery is counted (sysfs card_resets) and
  * announced by the state uevents (fault -> resetting -> ready).  A
  * heartbeat watchdog faults a card whose firmware stopped running.
+ *
+ * A card that fell off the bus (surprise removal, a dead link) answers
+ * every read with all-ones.  The watchdog sees it within its period (a
+ * heartbeat of all-ones and a magic of all-ones), and so does a recovery
+ * whose reset finds it; neither resets a card that is not there: the card
+ * is unplugged as if it had been removed (rbln_unplug()).
  */
 #include <linux/delay.h>
 #include <linux/devcoredump.h>
@@ -60,6 +66,33 @@ static void rbln_devcoredump(struct rbln_device *rdev)
 	dev_coredumpv(rdev->drm.dev, buf, size, GFP_KERNEL);
 }
 
+/*
+ * The card is no longer on the bus: a PCIe read of a function that is gone
+ * returns all-ones, and no control block has a magic of all-ones.
+ */
+bool rbln_card_gone(struct rbln_device *rdev)
+{
+	return rbln_ctrl_rd32(rdev, rbln_ctrl_off(magic)) == U32_MAX;
+}
+
+static void rbln_gone_work(struct work_struct *work)
+{
+	struct rbln_device *rdev = container_of(work, struct rbln_device,
+						reset.gone_work);
+
+	drm_err(&rdev->drm, "the card is gone (its control block reads all-ones): unplugging it; its jobs fail with -ENODEV\n");
+	/* Admin requests waiting for the card give up now. */
+	rbln_set_state(rdev, RBLN_STATE_OFFLINE);
+	rbln_unplug(rdev);
+}
+
+/* The card was found gone: unplug it (once; from any context that may sleep). */
+void rbln_reset_card_gone(struct rbln_device *rdev)
+{
+	if (!xchg(&rdev->reset.gone, true))
+		schedule_work(&rdev->reset.gone_work);
+}
+
 /* One reset, handshake and set-up of a faulted card; 0 or -errno. */
 static int rbln_recover_once(struct rbln_device *rdev)
 {
@@ -92,6 +125,11 @@ static void rbln_recover_work(struct work_struct *work)
 	/* Queued by a fault during a recovery that gave up since. */
 	if (rbln_get_state(rdev) != RBLN_STATE_FAULT || rdev->reset.recover_failed)
 		goto out;
+	/* Nothing to reset: the card is gone. */
+	if (rbln_card_gone(rdev)) {
+		rbln_reset_card_gone(rdev);
+		goto out;
+	}
 
 	rbln_devcoredump(rdev);
 	rbln_get_fault(rdev, reason, sizeof(reason));
@@ -102,13 +140,18 @@ static void rbln_recover_work(struct work_struct *work)
 		ret = rbln_recover_once(rdev);
 		if (!ret || attempt == RBLN_RECOVERY_ATTEMPTS)
 			break;
+		if (ret == -ENODEV && rbln_card_gone(rdev))
+			break;
 		drm_warn(&rdev->drm, "recovery attempt %u of %u failed (%d): resetting the card again in %u ms\n",
 			 attempt, RBLN_RECOVERY_ATTEMPTS, ret,
 			 attempt * RBLN_RECOVERY_BACKOFF_MS);
 		/* Not into the same burst of crashes again. */
 		msleep(attempt * RBLN_RECOVERY_BACKOFF_MS);
 	}
-	if (ret) {
+	if (ret == -ENODEV && rbln_card_gone(rdev)) {
+		/* Its jobs fail with -ENODEV there. */
+		rbln_reset_card_gone(rdev);
+	} else if (ret) {
 		rdev->reset.recover_failed = true;
 		rbln_rings_fail_pending(rdev, -EIO);
 		rbln_set_fault(rdev, RBLN_FW_FAULT_INTERNAL, "recovery failed");
@@ -142,6 +185,12 @@ static void rbln_watchdog_work(struct work_struct *work)
 	if (!drm_dev_enter(&rdev->drm, &idx))
 		return;
 	beat = rbln_ctrl_rd64(rdev, rbln_ctrl_off(heartbeat));
+	if (beat == U64_MAX && rbln_card_gone(rdev)) {
+		/* Not armed again: rbln_unplug() stops the watchdog. */
+		rbln_reset_card_gone(rdev);
+		drm_dev_exit(idx);
+		return;
+	}
 	if (rbln_get_state(rdev) != RBLN_STATE_READY || beat != rdev->reset.wd_beat ||
 	    !rbln_heartbeat_timeout_ms) {
 		rdev->reset.wd_beat = beat;
@@ -164,6 +213,7 @@ int rbln_reset_init(struct rbln_device *rdev)
 {
 	INIT_WORK(&rdev->reset.recover_work, rbln_recover_work);
 	INIT_DELAYED_WORK(&rdev->reset.watchdog, rbln_watchdog_work);
+	INIT_WORK(&rdev->reset.gone_work, rbln_gone_work);
 	return drmm_mutex_init(&rdev->drm, &rdev->reset.lock);
 }
 
@@ -214,8 +264,16 @@ u64 rbln_reset_heartbeat_losses(struct rbln_device *rdev)
 	return READ_ONCE(rdev->reset.heartbeat_losses);
 }
 
-void rbln_reset_fini(struct rbln_device *rdev)
+/* Unplug: no watchdog or recovery runs after this (gone_work may). */
+void rbln_reset_stop(struct rbln_device *rdev)
 {
 	cancel_delayed_work_sync(&rdev->reset.watchdog);
 	cancel_work_sync(&rdev->reset.recover_work);
+}
+
+/* Remove, after rbln_unplug(): no work item of this file runs any more. */
+void rbln_reset_fini(struct rbln_device *rdev)
+{
+	rbln_reset_stop(rdev);
+	cancel_work_sync(&rdev->reset.gone_work);
 }

@@ -28,10 +28,20 @@ struct rbln_reset {
 	unsigned long wd_stamp;		/* jiffies the heartbeat last moved */
 	u64 wd_beat;
 	u64 heartbeat_losses;
+	/*
+	 * The card fell off the bus (its control block reads all-ones):
+	 * gone_work unplugs it (rbln_unplug()).  gone is set once, by
+	 * whoever saw it first (xchg).
+	 */
+	struct work_struct gone_work;
+	bool gone;
 };
 
 int rbln_reset_init(struct rbln_device *rdev);
+void rbln_reset_stop(struct rbln_device *rdev);
 void rbln_reset_fini(struct rbln_device *rdev);
+bool rbln_card_gone(struct rbln_device *rdev);
+void rbln_reset_card_gone(struct rbln_device *rdev);
 void rbln_reset_schedule(struct rbln_device *rdev);
 void rbln_watchdog_start(struct rbln_device *rdev);
 void rbln_reset_lock(struct rbln_device *rdev);

@@ -185,6 +185,41 @@ TEST_F(Control, FaultClearResumesServiceOnTheNextDoorbell) {
     EXPECT_EQ(cpl->seq, seq);
 }
 
+TEST_F(Control, SurpriseRemovalReadsAllOnesAndAnswersNothingUntilFaultClear) {
+    h.boot(8);
+    (void)h.drain_events();
+    h.card.tick();
+    EXPECT_EQ(run("fault surprise-removal"), "ok");
+    EXPECT_EQ(status()["removed"], "1");
+    EXPECT_EQ(h.ctrl().magic, 0xffffffffU);
+    EXPECT_EQ(h.ctrl().fw_state, 0xffffffffU);
+    EXPECT_EQ(h.ctrl().heartbeat, ~0ULL);
+    h.irqs.clear();
+    // Doorbells find nothing to answer and write nothing (the ring
+    // addresses in the control block read all-ones too).
+    h.card.doorbell(RBLN_FW_DB_ADMIN);
+    h.card.doorbell(RBLN_FW_DB_CTRL);
+    h.card.doorbell(RBLN_FW_DB_RING);
+    h.card.tick();
+    EXPECT_EQ(h.ctrl().heartbeat, ~0ULL);
+    EXPECT_EQ(h.ctrl().fw_state, 0xffffffffU);
+    EXPECT_TRUE(h.irqs.empty());
+    EXPECT_TRUE(is_error(run("fault fw-fault")));
+    EXPECT_TRUE(is_error(run("fault hang chiplet=0")));
+
+    // Plugged back: a fresh card in RESET that boots and answers.
+    EXPECT_EQ(run("fault clear"), "ok");
+    EXPECT_EQ(status()["removed"], "0");
+    EXPECT_EQ(h.ctrl().magic, RBLN_FW_MAGIC);
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_RESET);
+    h.boot(8);
+    EXPECT_EQ(h.ctrl().fw_state, RBLN_FW_STATE_READY);
+    const auto seq = h.submit(FakeHost::request(RBLN_FW_OP_HEARTBEAT));
+    const auto cpl = h.pop_cpl();
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seq, seq);
+}
+
 TEST_F(Control, FwFaultSetsStateCodeReasonAndPostsFaultEvent) {
     h.boot(8);
     (void)h.drain_events();

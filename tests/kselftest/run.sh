@@ -29,7 +29,7 @@ rbln_dmabuf_export_test
 rbln_submit_copy_test rbln_submit_kernels_test rbln_submit_sync_test
 rbln_submit_errors_test rbln_submit_uring_test rbln_graph_test rbln_release_test
 rbln_mmu_fault_test rbln_submit_fault_test
-rbln_unplug_test rbln_fw_fault_test rbln_probe_fail_test"
+rbln_unplug_test rbln_removal_test rbln_fw_fault_test rbln_probe_fail_test"
 tests=
 for t in $all; do
 	if [ $# -eq 0 ]; then

@@ -541,6 +541,38 @@ TEST_F(SmiOperator, BadLoopPeriodIsAUsageError) {
     EXPECT_TRUE(deadlines.empty());
 }
 
+// ---- a card the driver unplugged (it fell off the bus)
+
+TEST_F(SmiOperator, UnpluggedCardIsReportedAsGone) {
+    three_cards();
+    // NPU 1's card is gone: no accel node, still bound, state "unplugged".
+    fake.remove("sys/class/accel/accel1");
+    fake.remove(fake.card_dir("0000:00:05.0") / "accel");
+    fake.write(fake.card_dir("0000:00:05.0") / "rbln/state", "unplugged");
+    ASSERT_EQ(smi({"-L"}), 0) << err;
+    EXPECT_THAT(out, HasSubstr("NPU 0: "));
+    EXPECT_THAT(out, HasSubstr("NPU 1: Rebel100 ")); // NPU 2's card is NPU 1 now
+    EXPECT_THAT(out, HasSubstr("gone: 0000:00:05.0 (state unplugged: "));
+    ASSERT_EQ(smi({"--no-util"}), 0) << err;
+    EXPECT_THAT(out, HasSubstr("gone: 0000:00:05.0 (state unplugged: "));
+    // Machine-read outputs keep their shape.
+    ASSERT_EQ(smi({"-j", "--no-util"}), 0) << err;
+    EXPECT_THAT(out, Not(HasSubstr("gone")));
+    ASSERT_EQ(smi({"--query=index,name", "--format=csv"}), 0) << err;
+    EXPECT_THAT(out, Not(HasSubstr("gone")));
+}
+
+TEST_F(SmiOperator, EveryCardGoneExitsFourNamingThem) {
+    CardSpec a;
+    a.state = "unplugged";
+    fake.add_card(a);
+    fake.remove("sys/class/accel/accel0");
+    fake.remove(fake.card_dir("0000:00:04.0") / "accel");
+    EXPECT_EQ(smi({"-L"}), 4);
+    EXPECT_THAT(err, HasSubstr("every card bound to rbln is gone"));
+    EXPECT_THAT(err, HasSubstr("gone: 0000:00:04.0 (state unplugged: "));
+}
+
 TEST_F(SmiOperator, HelpListsEveryQueryFieldWithItsUnit) {
     ASSERT_EQ(smi({"--help"}), 0);
     for (const auto& f : smi::query_fields())

@@ -39,6 +39,10 @@
 # - as an unprivileged user (no access to /dev/accel/*) rbln-smi still lists
 #   the same cards from sysfs, and the card's sysfs and hwmon files are
 #   readable; other users' processes are counted as not inspected;
+# - a card that fell off the bus (emulator fault surprise-removal; root):
+#   the driver unplugs it, -L lists the other cards and names it as
+#   "gone: <bdf> (state unplugged ...)" (exit 4 if it was the only card);
+#   fault clear + unbind + bind brings it back ready;
 # - with every card unbound it exits 4 ("no device") and says so; the cards
 #   are bound again afterwards, also when a check failed;
 # - each run is timed; the figures are printed at the end, with the time
@@ -856,6 +860,53 @@ else
 		pass "after the resets NPU 0 runs jobs ($jobs_done)"
 	else
 		fail "after the resets: rbln-hold-busy exit $rc, '$(tail -n1 "$tmp/rbusy.out")' ($(head -c 300 "$tmp/rbusy.err"))"
+	fi
+fi
+
+# ---- a card that fell off the bus (emulator surprise-removal): gone
+emu_cmd() { # card, command: the emulator's one-line reply
+	local reply=""
+	exec 3<>"/dev/virtio-ports/rbln-emu.$1" || return 1
+	printf '%s\n' "$2" >&3
+	read -r -t 10 reply <&3
+	exec 3>&-
+	echo "$reply"
+	case $reply in ok*) return 0 ;; *) return 1 ;; esac
+}
+if [ "$(id -u)" = 0 ] && [ -e /dev/virtio-ports/rbln-emu.0 ]; then
+	b0=$(echo "$bdfs" | head -n1)
+	replug() {
+		emu_cmd 0 "fault clear" >/dev/null
+		echo "$b0" >/sys/bus/pci/drivers/rbln/unbind 2>/dev/null
+		echo "$b0" >/sys/bus/pci/drivers/rbln/bind
+	}
+	trap replug EXIT
+	reply=$(emu_cmd 0 "fault surprise-removal") || fail "emulator: fault surprise-removal: '$reply'"
+	state=""
+	for _ in $(seq 100); do
+		state=$(cat "/sys/bus/pci/devices/$b0/rbln/state" 2>/dev/null)
+		[ "$state" = unplugged ] && break
+		sleep 0.1
+	done
+	[ "$state" = unplugged ] || fail "card 0 gone: sysfs state '$state' after 10 s, want unplugged"
+	run "-L with card 0 gone" "$tmp/gone" "$smi" -L
+	rc=$?
+	want=0
+	[ "$cards" = 1 ] && want=4
+	if [ "$rc" = "$want" ] && grep -q "^gone: $b0 (state unplugged" "$tmp/gone" "$tmp/gone.err" &&
+		[ "$(grep -c '^NPU ' "$tmp/gone")" = $((cards - 1)) ]; then
+		pass "card 0 gone: rbln-smi -L exit $rc names it ($(grep -h "^gone: " "$tmp/gone" "$tmp/gone.err"))"
+	else
+		fail "card 0 gone: rbln-smi -L exit $rc (want $want), '$(head -c 300 "$tmp/gone")' '$(head -c 300 "$tmp/gone.err")'"
+	fi
+	replug
+	trap - EXIT
+	sleep 0.2
+	[ "$(bound_bdfs)" = "$bdfs" ] || fail "card 0 not bound again after the replug: $(bound_bdfs | tr '\n' ' ')"
+	if [ "$(cat "/sys/bus/pci/devices/$b0/rbln/state" 2>/dev/null)" = ready ]; then
+		pass "card 0 ready again after fault clear + rebind"
+	else
+		fail "card 0 after fault clear + rebind: state '$(cat "/sys/bus/pci/devices/$b0/rbln/state" 2>/dev/null)'"
 	fi
 fi
 

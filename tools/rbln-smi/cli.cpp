@@ -19,6 +19,7 @@
 
 #include "card_extras.hpp"
 #include "format.hpp"
+#include "gone.hpp"
 #include "query.hpp"
 #include "rbln/diagnostics.hpp"
 #include "rbln/discovery.hpp"
@@ -373,8 +374,13 @@ std::optional<Discovery> find_cards(const Options& o, bool open_nodes, std::ostr
     options.open_nodes = open_nodes;
     Discovery d = discover(options);
     if (d.cards.empty()) {
-        err << "rbln-smi: no rbln device found: the driver is loaded but no accel node "
-               "is bound to rbln (see 'dmesg | grep rbln')\n";
+        const auto gone = find_gone_cards(SystemView{o.root, {}});
+        if (gone.empty())
+            err << "rbln-smi: no rbln device found: the driver is loaded but no accel node "
+                   "is bound to rbln (see 'dmesg | grep rbln')\n";
+        else
+            err << "rbln-smi: no rbln device found: every card bound to rbln is gone\n"
+                << render_gone(gone);
         return std::nullopt;
     }
     select_cards(d, o.select);
@@ -452,6 +458,9 @@ int one_sample(const Options& o, const Environment& env, const SystemView& sys, 
             text = render_table(d, c, u);
         }
     }
+    // Cards the driver unplugged are named after the text views.
+    if (!o.json && !o.query && o.select.empty())
+        text += render_gone(find_gone_cards(sys));
     if (o.loop_seconds && !o.json && !o.query)
         text.insert(0, "rbln-smi sample at " + now_timestamp() + "\n");
     out << text;

@@ -58,12 +58,13 @@ with_importer() { # the kselftest command line, with the importer loaded
 }
 
 step "runner self-test" "$top/tests/runner/run.sh"
+# --hotplug: rbln_removal_test's hot unplug (QEMU device_del/device_add).
 step "kselftests + rbln-smi + rbln-demo, 1 Rebel100 card" \
-	"$vm" -q --timeout 900 --modparams "$jobparams" -- bash -c \
+	"$vm" -q --hotplug --timeout 900 --modparams "$jobparams" -- bash -c \
 	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi' &&
 	 '$demo' --size 96,160,72 --dtype all --chiplet 3"
 step "kselftests + rbln-smi, 2 ATOM cards" \
-	"$vm" -q --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
+	"$vm" -q --hotplug --timeout 900 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
 step "librbln streams, events, copies, memory (explain), host memory, graphs and RDMA into host memory, 2 Rebel100 cards" \
 	"$vm" -q --timeout 900 --cards 2 --modparams "$jobparams" -- bash -c \
@@ -167,6 +168,10 @@ step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -
 step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
 	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
+# failslab + fail_page_alloc (10 %, the test tasks, under rbln.ko) over
+# every kselftest, probe's unwinding by fail-nth, then a working card.
+step "debug kernel: kselftests with kernel allocation failures injected, probe unwinding, 1 Rebel100 card" \
+	"$top/tests/runner/failslab.sh" 10
 step "debug kernel: uAPI fuzzing, 60 s, then 45 s with card faults and a client beside" bash -c \
 	"'$top/tools/scripts/fuzz.sh' --build-only &&
 	 '$vm' -q --debug-kernel --timeout 1800 --cpu max --modparams job_timeout_ms=200 -- bash -c \

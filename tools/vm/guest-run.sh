@@ -9,6 +9,7 @@ set -u
 . "$RBLN_RUN/config.sh"
 res="$RBLN_RUN/results"
 export RBLN_VM=1 RBLN_VM_CARDS RBLN_VM_FAMILY RBLN_VM_HBM RBLN_VM_RESULTS="$res"
+[ "${RBLN_VM_HOTPLUG_ON:-0}" = 1 ] && export RBLN_VM_HOTPLUG="$res/hotplug"
 export HOME=/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 finish() {

@@ -525,6 +525,38 @@ void Card::set_no_response(bool on) {
         kick_rings();
 }
 
+void Card::surprise_remove() {
+    removed_ = true;
+    no_response_ = true; // doorbells, ticks and sensor changes do nothing
+    stop_rings(CommandProcessor::StopMode::silent);
+    for (ChipletEngine& e : engines_)
+        e.hang = false;
+    rings_.reset();
+    drop_bindings();
+    pending_irqs_ = 0;
+    std::memset(static_cast<void*>(ctrl_), 0xff, sizeof(*ctrl_));
+    log_.info("surprise removal: the card is gone, its control block reads all-ones");
+}
+
+void Card::power_cycle() {
+    stop_rings(CommandProcessor::StopMode::silent);
+    for (ChipletEngine& e : engines_)
+        e.hang = false;
+    clear_ring_faults();
+    clear_start_faults();
+    rings_.reset();
+    drop_bindings();
+    pending_irqs_ = 0;
+    state_ = RBLN_FW_STATE_RESET;
+    fault_code_ = RBLN_FW_FAULT_NONE;
+    fault_reason_.clear();
+    acked_gen_ = 0;
+    init_control_block();
+    removed_ = false;
+    no_response_ = false;
+    log_.info("power cycle: the firmware starts again in RESET");
+}
+
 void Card::inject_boot_faults(std::uint32_t count) {
     boot_faults_ = count;
     log_.info("the next %u boot handshake(s) will end in FAULT", count);

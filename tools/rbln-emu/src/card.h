@@ -169,6 +169,18 @@ public:
     // busy time is set too unless `with_busy` is false.
     void set_chiplet(unsigned index, const ChipletTelemetry& values, bool with_busy = true);
     void set_no_response(bool on);
+    // The card falls off the bus (surprise removal): it stops at once and
+    // writes nothing more (no completion, event, heartbeat or interrupt;
+    // the command rings' threads are gone when it returns), forgets its
+    // rings and address spaces, and its control block reads all-ones, as a
+    // PCIe read of a function that is gone does.  Host writes to the BAR
+    // still land there but nothing reads them.  Until power_cycle().
+    void surprise_remove();
+    // A card is plugged (again): the firmware starts from scratch in
+    // RESET with a fresh control block (identity, no fault), every fault
+    // disarmed, no rings, no address spaces.
+    void power_cycle();
+    [[nodiscard]] bool removed() const { return removed_; }
     // The firmware "crashes": FAULT with `code` (non-zero) and `reason`.
     void inject_fw_fault(std::uint32_t code, std::string_view reason);
     // Command-ring faults of a chiplet (std::out_of_range for a bad index).
@@ -301,6 +313,7 @@ private:
     std::uint32_t reset_faults_ = 0; // run on the event loop alone)
     std::atomic<std::uint32_t> pending_irqs_{0};
     std::atomic<bool> no_response_{false};
+    bool removed_ = false; // surprise_remove() until power_cycle()
     std::optional<Rings> rings_;
     Telemetry telemetry_;
     CardStats stats_;

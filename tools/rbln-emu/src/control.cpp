@@ -149,6 +149,8 @@ std::string status_reply(const Card& card) {
             r += ',';
         r += std::to_string(s.graph_nodes.at(i));
     }
+    r += " removed=";
+    r += card.removed() ? "1" : "0";
     return r;
 }
 
@@ -240,8 +242,18 @@ std::string fault_no_response(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
+std::string fault_surprise_removal(Card& card, const CommandLine& cl) {
+    no_args(cl, "fault surprise-removal");
+    card.surprise_remove();
+    return "ok";
+}
+
 std::string fault_clear(Card& card, const CommandLine& cl) {
     no_args(cl, "fault clear");
+    if (card.removed()) {
+        card.power_cycle(); // plugged back: a fresh card in RESET
+        return "ok";
+    }
     card.set_no_response(false);
     card.clear_ring_faults();
     card.clear_start_faults();
@@ -360,8 +372,8 @@ std::string fault_fw_fault(Card& card, const CommandLine& cl) {
     return "ok";
 }
 
-const std::array<FaultKind, 9>& faults() {
-    static const std::array<FaultKind, 9> kFaults{{
+const std::array<FaultKind, 10>& faults() {
+    static const std::array<FaultKind, 10> kFaults{{
         {"no-response", "fault no-response", fault_no_response},
         {"fw-fault", "fault fw-fault [code=N] [reason=TEXT...]", fault_fw_fault},
         {"clear", "fault clear", fault_clear},
@@ -371,6 +383,7 @@ const std::array<FaultKind, 9>& faults() {
         {"lost-irq", "fault lost-irq chiplet=N", fault_lost_irq},
         {"boot-fault", "fault boot-fault [count=N]", fault_boot_fault},
         {"reset-fault", "fault reset-fault [count=N]", fault_reset_fault},
+        {"surprise-removal", "fault surprise-removal", fault_surprise_removal},
     }};
     return kFaults;
 }
@@ -389,8 +402,12 @@ std::string cmd_fault(Card& card, const CommandLine& cl) {
     if (cl.words.size() < 2)
         throw CommandError("usage: fault " + fault_names());
     for (const FaultKind& f : faults()) {
-        if (f.name == cl.words[1])
-            return f.run(card, cl);
+        if (f.name != cl.words[1])
+            continue;
+        if (card.removed() && f.name != "clear")
+            throw CommandError(
+                "the card is removed (surprise-removal); 'fault clear' plugs it back");
+        return f.run(card, cl);
     }
     throw CommandError("fault: unknown fault " + shown(cl.words[1]) + " (" + fault_names() + ")");
 }

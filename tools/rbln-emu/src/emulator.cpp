@@ -195,6 +195,17 @@ int run_emulator(const Options& opt, Logger& log) {
                               (ev & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) != 0;
             if (!gone)
                 return; // QEMU sends nothing after set-up; ignore it
+            if (opt.replug) {
+                // Hot unplug: the card leaves the slot; the next QEMU
+                // connection (device_add) finds a fresh one.
+                log.info("QEMU disconnected: the card is unplugged; waiting for the next "
+                         "connection");
+                loop.remove(client_token, ivshmem.client_fd());
+                ivshmem.drop_client();
+                card.surprise_remove();
+                card.power_cycle();
+                return;
+            }
             log.info("QEMU disconnected: exiting (doorbells %llu, admin requests %llu)",
                      static_cast<unsigned long long>(card.stats().doorbells),
                      static_cast<unsigned long long>(card.stats().admin_requests));

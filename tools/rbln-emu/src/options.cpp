@@ -221,6 +221,9 @@ Options parse_options(std::span<const std::string_view> args) {
                 if (*opt.dma_nt_threshold == 0)
                     throw UsageError("--dma-nt-threshold: must be at least 1 (or auto)");
             }
+        } else if (name == "--replug") {
+            cur.no_value(name);
+            opt.replug = true;
         } else if (name == "--fault") {
             const std::string_view v = cur.value(name);
             if (v != "no-response")
@@ -297,6 +300,9 @@ const char* usage_text() {
            "  --serial STR              card serial (default RBLNEMU-<hex>)\n"
            "  --log-level LEVEL         error|warn|info|debug (default info)\n"
            "  --fault no-response       start with the no-response fault armed\n"
+           "  --replug                  outlive QEMU's disconnect (device_del): the card\n"
+           "                            is unplugged and the next connection finds a\n"
+           "                            fresh one (default: exit)\n"
            "  --dma-nt-threshold SIZE   DMA copies from SIZE on bypass the CPU caches\n"
            "                            (default auto: measured at start-up)\n"
            "  --help                    this text\n"

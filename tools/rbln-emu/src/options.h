@@ -55,6 +55,10 @@ struct Options {
     std::string serial; // empty: derived at start-up
     LogLevel log_level = LogLevel::info;
     bool fault_no_response = false;
+    // QEMU disconnecting (its ivshmem device was unplugged) does not end
+    // the emulator: the card is removed, powered off and waits for the
+    // next connection, which finds a fresh card (hot unplug and plug).
+    bool replug = false;
     // Copies from this size on bypass the CPU caches (dma.h); nullopt:
     // measured at start-up.
     std::optional<std::uint64_t> dma_nt_threshold;

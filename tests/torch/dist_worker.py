@@ -35,7 +35,8 @@ def data(rank, shape, dtype=torch.float32, salt=0):
 def expect_equal(got, want, what):
     got = got.cpu()
     if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
-        diff = (got.double() - want.double()).abs().max().item() if got.shape == want.shape else None
+        diff = ((got.double() - want.double()).abs().max().item()
+                if got.shape == want.shape else None)
         raise AssertionError(f"{what}: got {got.dtype}{tuple(got.shape)}, want "
                              f"{want.dtype}{tuple(want.shape)}, max |diff| {diff}")
 
@@ -164,7 +165,8 @@ def make_model(seed):
 def batches():
     """Every step's combined batch (WORLD * BATCH rows)."""
     g = torch.Generator().manual_seed(77)
-    return [(torch.randn(WORLD * BATCH, 16, generator=g), torch.randn(WORLD * BATCH, 4, generator=g))
+    return [(torch.randn(WORLD * BATCH, 16, generator=g),
+             torch.randn(WORLD * BATCH, 4, generator=g))
             for _ in range(STEPS)]
 
 
@@ -263,7 +265,7 @@ def bench():
         t_rbln, t_gloo = best_of([lambda: PG.allreduce([dev_t]).wait(),
                                   lambda: GLOO.allreduce([cpu_t]).wait()])
         out["allreduce"].append({"bytes": nbytes, "rbln_s": t_rbln, "gloo_s": t_gloo})
-        del dev_t
+        dev_t = None  # the device tensor goes before the next size's
     # One DDP step against one process's step of the same model on its batch.
     steps = batches()
     x, y = steps[0][0][:BATCH].to(DEV), steps[0][1][:BATCH].to(DEV)

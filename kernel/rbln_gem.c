@@ -524,7 +524,8 @@ rbln_gem_prime_import_sg_table(struct drm_device *drm,
 struct drm_gem_object *rbln_gem_prime_import(struct drm_device *drm,
 					     struct dma_buf *dma_buf)
 {
-	if (dma_buf->ops == &rbln_hbm_dmabuf_ops) {
+	if (dma_buf->ops == &rbln_hbm_dmabuf_ops ||
+	    dma_buf->ops == &rbln_hbm_dmabuf_ops_novmap) {
 		struct drm_gem_object *obj = dma_buf->priv;
 
 		if (obj->dev == drm) {

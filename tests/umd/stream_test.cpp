@@ -78,56 +78,43 @@ TEST_P(Streams, AFailedJobIsReportedOnceBySynchronizeAndTheStreamGoesOn) {
     EXPECT_NO_THROW(s.synchronize());
 }
 
-TEST_P(Streams, ARefusedGraphIsReportedWithTheCardsCheckAndWhereItFailed) {
+// The error synchronize() raises for a job the fake fails with @err and
+// the card's @detail.
+Error failed_job_error(const std::shared_ptr<Device>& dev, FakeKernel& k, int err,
+                              JobDetail detail) {
     auto m = dev->allocate(4096);
     Stream s(dev);
-    k->next_job_error = -EINVAL;
-    k->next_job_detail = JobDetail{RBLN_FW_GRAPH_E_RELOC_WRITE_IN, 3};
+    k.next_job_error = err;
+    k.next_job_detail = detail;
     s.fill(m, 0, 64, 1, 1);
     try {
         s.synchronize();
-        FAIL() << "no error";
     } catch (const Error& e) {
-        EXPECT_EQ(e.code(), Errc::JobFailed);
-        EXPECT_EQ(e.sys_errno(), EINVAL);
-        EXPECT_THAT(e.what(),
-                    HasSubstr("the card refused the graph: a node writes an input "
-                              "boundary tensor (node 3) [RBLN_FW_GRAPH_E_RELOC_WRITE_IN]"));
+        return e;
     }
+    ADD_FAILURE() << "no error";
+    return Error(Errc::Internal, "", "", 0, "no error");
+}
+
+TEST_P(Streams, ARefusedGraphIsReportedWithTheCardsCheckAndWhereItFailed) {
+    const Error e =
+        failed_job_error(dev, *k, -EINVAL, JobDetail{RBLN_FW_GRAPH_E_RELOC_WRITE_IN, 3});
+    EXPECT_EQ(e.code(), Errc::JobFailed);
+    EXPECT_EQ(e.sys_errno(), EINVAL);
+    EXPECT_THAT(e.what(), HasSubstr("the card refused the graph: a node writes an input "
+                                    "boundary tensor (node 3) [RBLN_FW_GRAPH_E_RELOC_WRITE_IN]"));
 }
 
 TEST_P(Streams, ANodeThatFaultsWhileAGraphRunsIsNamedBesideTheFault) {
-    auto m = dev->allocate(4096);
-    Stream s(dev);
-    k->next_job_error = -EFAULT;
-    k->next_job_detail = JobDetail{RBLN_FW_GRAPH_E_IN_NODE, 7};
-    s.fill(m, 0, 64, 1, 1);
-    try {
-        s.synchronize();
-        FAIL() << "no error";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code(), Errc::JobFailed);
-        EXPECT_THAT(e.what(), HasSubstr("an MMU fault"));
-        EXPECT_THAT(e.what(), HasSubstr("node 7 of the graph failed while running"));
-    }
+    const Error e = failed_job_error(dev, *k, -EFAULT, JobDetail{RBLN_FW_GRAPH_E_IN_NODE, 7});
+    EXPECT_EQ(e.code(), Errc::JobFailed);
+    EXPECT_THAT(e.what(), HasSubstr("an MMU fault"));
+    EXPECT_THAT(e.what(), HasSubstr("node 7 of the graph failed while running"));
 }
 
 TEST_P(Streams, ACardDetailThisLibraryDoesNotKnowIsShownAsNumbers) {
-    auto m = dev->allocate(4096);
-    Stream s(dev);
-    k->next_job_error = -EINVAL;
-    k->next_job_detail = JobDetail{0x7777, 12};
-    s.fill(m, 0, 64, 1, 1);
-    EXPECT_THROW(
-        {
-            try {
-                s.synchronize();
-            } catch (const Error& e) {
-                EXPECT_THAT(e.what(), HasSubstr("detail 30583 (argument 12)"));
-                throw;
-            }
-        },
-        Error);
+    const Error e = failed_job_error(dev, *k, -EINVAL, JobDetail{0x7777, 12});
+    EXPECT_THAT(e.what(), HasSubstr("detail 30583 (argument 12)"));
 }
 
 TEST_P(Streams, CommandBuffersAreReusedOnceTheCardIsDoneWithThem) {

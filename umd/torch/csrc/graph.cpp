@@ -45,7 +45,8 @@ c10::ScalarType dtype_of(rbln::ElementType t) {
 rbln::StorageView view_of(const at::Tensor& t, const std::string& what) {
     TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, what,
                 ": torch_rbln.compile takes tensors on an rbln device, got one on ",
-                t.device().str(), "; move it with .to('", device_name(0).substr(0, 13), "')");
+                t.device().str(), "; move it with .to('",
+                c10::DeviceTypeName(c10::DeviceType::PrivateUse1, true), "')");
     auto s = storage_of(t);
     TORCH_CHECK(s, what, ": the tensor has no storage (0 elements)");
     TORCH_CHECK(rbln::element_size(s->element_type()) == static_cast<std::size_t>(t.itemsize()),

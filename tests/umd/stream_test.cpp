@@ -81,7 +81,7 @@ TEST_P(Streams, AFailedJobIsReportedOnceBySynchronizeAndTheStreamGoesOn) {
 // The error synchronize() raises for a job the fake fails with @err and
 // the card's @detail.
 Error failed_job_error(const std::shared_ptr<Device>& dev, FakeKernel& k, int err,
-                              JobDetail detail) {
+                       JobDetail detail) {
     auto m = dev->allocate(4096);
     Stream s(dev);
     k.next_job_error = err;

@@ -238,7 +238,8 @@ static long rbln_compat_ioctl(struct file *filp, unsigned int cmd,
  * nothing more (rbln_vm_close()): their fences get -ECANCELED.  So a
  * job held by a WAIT that nobody will satisfy neither keeps the file's
  * memory until the job timeout nor costs the other clients of its
- * chiplet a ring reset.  A 1.2 card has no VM_ABORT: what it holds runs
+ * chiplet a ring reset, and a job waiting for an in-fence that nobody
+ * signals does not wait for it (rbln_dep.c).  A 1.2 card has no VM_ABORT: what it holds runs
  * on as before.
  */
 static void rbln_file_quiesce(struct rbln_file *rf)
@@ -247,6 +248,8 @@ static void rbln_file_quiesce(struct rbln_file *rf)
 
 	if (busy)
 		rbln_vm_close(&rf->vm, busy);
+	/* Jobs that still wait for someone else's fence stop waiting. */
+	rbln_deps_cancel(&rf->deps);
 }
 
 /*
@@ -304,6 +307,7 @@ static int rbln_open(struct drm_device *drm, struct drm_file *file)
 		return -ENOMEM;
 	rf->rdev = to_rbln(drm);
 	xa_init_flags(&rf->queues, XA_FLAGS_ALLOC1);
+	rbln_deps_init(&rf->deps);
 	ret = rbln_vm_init(rf->rdev, &rf->vm);
 	if (ret) {
 		kfree(rf);

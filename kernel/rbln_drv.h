@@ -25,6 +25,7 @@
  *               -> state_lock  (spinlock, struct rbln_device)
  *   telemetry.lock -> admin.lock
  *   dma_resv (the job's buffers, ww) -> q->lock (mutex, struct rbln_queue)
+ *   an in-fence's lock -> rf->deps.lock (spinlock, irqsave, struct rbln_deps)
  *   events.lock -> vms.xa's lock -> vm->fault_lock (spinlock, irqsave)
  *   ring->lock (spinlock, irqsave, hard irq) -> vm->fault_lock, fence_lock
  *   hbm.chiplet[i].lock (mutex, struct rbln_hbm): takes no other lock
@@ -59,6 +60,7 @@
 #include "rbln_fw_ctrl.h"
 
 #include "rbln_admin.h"
+#include "rbln_dep.h"
 #include "rbln_event.h"
 #include "rbln_fw.h"
 #include "rbln_gem.h"
@@ -134,7 +136,13 @@ struct rbln_identity {
 struct rbln_file {
 	struct rbln_device *rdev;
 	struct rbln_vm vm;
-	struct xarray queues;		/* id -> struct rbln_queue */
+	/*
+	 * id -> struct rbln_queue; its xa_lock protects each queue's
+	 * destroyed flag.  A destroyed queue stays here, its id taken, until
+	 * its last job is done (rbln_queue.c).
+	 */
+	struct xarray queues;
+	struct rbln_deps deps;		/* in-fences its jobs wait for */
 	atomic64_t busy_ns[RBLN_FW_MAX_CHIPLETS];	/* card time of its jobs */
 };
 

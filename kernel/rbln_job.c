@@ -262,6 +262,36 @@ static int rbln_job_prepare(struct rbln_job *job,
 }
 
 /*
+ * @fence (a reference, consumed) must signal before @job runs; the
+ * scheduler waits for a stand-in the file's release can cancel if the
+ * fence is not the file's own (rbln_dep.c).
+ */
+static int rbln_job_add_dep(struct rbln_job *job, struct dma_fence *fence)
+{
+	fence = rbln_dep_wrap(job->queue->rf, fence);
+	if (IS_ERR(fence))
+		return PTR_ERR(fence);
+	return drm_sched_job_add_dependency(&job->base, fence);
+}
+
+/* Every fence of @obj's reservation (locked): the job writes it. */
+static int rbln_job_add_implicit_deps(struct rbln_job *job,
+				      struct drm_gem_object *obj)
+{
+	struct dma_resv_iter cursor;
+	struct dma_fence *fence;
+	int ret;
+
+	dma_resv_for_each_fence(&cursor, obj->resv, dma_resv_usage_rw(true),
+				fence) {
+		ret = rbln_job_add_dep(job, dma_fence_get(fence));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * The job's dependencies: its in-syncobjs, then the fences of its
  * buffers that are shared with others (implicit sync).  On success the
  * buffers' reservations stay locked, with a fence slot reserved in each.
@@ -275,11 +305,15 @@ static int rbln_job_add_deps(struct drm_file *file, struct rbln_job *job,
 	int ret;
 
 	for (i = 0; i < args->in_count; i++) {
-		ret = drm_sched_job_add_syncobj_dependency(&job->base, file,
-							   s->in[i].handle,
-							   s->in[i].point);
+		struct dma_fence *fence;
+
+		ret = drm_syncobj_find_fence(file, s->in[i].handle,
+					     s->in[i].point, 0, &fence);
 		if (ret)
 			return ret == -EINVAL ? -ENOENT : ret;
+		ret = rbln_job_add_dep(job, fence);
+		if (ret)
+			return ret;
 	}
 
 	ret = rbln_job_lock_resvs(job, ctx);
@@ -292,8 +326,7 @@ static int rbln_job_add_deps(struct drm_file *file, struct rbln_job *job,
 		/* Implicit sync is for buffers shared with others only. */
 		if (!ret && (obj->dma_buf || obj->import_attach) &&
 		    !(args->flags & RBLN_SUBMIT_NO_IMPLICIT_WAIT))
-			ret = drm_sched_job_add_implicit_dependencies(&job->base,
-								      obj, true);
+			ret = rbln_job_add_implicit_deps(job, obj);
 		if (ret) {
 			rbln_job_unlock_resvs(job, ctx);
 			return ret;
@@ -306,7 +339,7 @@ static int rbln_job_add_deps(struct drm_file *file, struct rbln_job *job,
  * Arm and push in queue order; the job may be freed as soon as it is
  * pushed, so everything that needs it happens before.  Unlocks the
  * reservations; returns the job's finished fence (a reference) and its
- * seqno in *@seqno.
+ * seqno in *@seqno, or -ENOENT if the queue was destroyed meanwhile.
  */
 static struct dma_fence *rbln_job_push(struct rbln_job *job,
 				       struct ww_acquire_ctx *ctx, u64 *seqno)
@@ -316,6 +349,11 @@ static struct dma_fence *rbln_job_push(struct rbln_job *job,
 	unsigned int i;
 
 	mutex_lock(&q->lock);
+	if (q->sealed) {	/* QUEUE_DESTROY came first */
+		mutex_unlock(&q->lock);
+		rbln_job_unlock_resvs(job, ctx);
+		return ERR_PTR(-ENOENT);
+	}
 	drm_sched_job_arm(&job->base);
 	fence = dma_fence_get(&job->base.s_fence->finished);
 	*seqno = rbln_queue_record_locked(q, fence, &old);
@@ -361,6 +399,10 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 		goto err_sched;
 
 	fence = rbln_job_push(job, &ctx, &args->seqno);
+	if (IS_ERR(fence)) {
+		ret = PTR_ERR(fence);
+		goto err_sched;
+	}
 	if (syncs.chain) {
 		drm_syncobj_add_point(syncs.out, syncs.chain, fence,
 				      args->out_point);

@@ -8,6 +8,13 @@
  * entity to the least loaded ring, so a queue's jobs run in order.  The
  * queue keeps the finished fences of its last RBLN_QUEUE_HISTORY jobs,
  * which WAIT by seqno looks up.
+ *
+ * QUEUE_DESTROY does not wait: the queue takes no job any more and is
+ * gone for SUBMIT and WAIT, but the jobs it has run on, each once its
+ * in-fences signal (their fences signal as usual).  The queue keeps its id
+ * and its scheduler entity until its last job is done; the next
+ * QUEUE_CREATE or QUEUE_DESTROY of the file frees it then (the reaper),
+ * or the file's release does.
  */
 #include <linux/dma-fence.h>
 #include <linux/ktime.h>
@@ -54,17 +61,68 @@ struct rbln_queue *rbln_queue_get(struct rbln_file *rf, u32 id)
 
 	xa_lock(&rf->queues);
 	q = xa_load(&rf->queues, id);
-	if (q)
+	if (q && !q->destroyed)
 		kref_get(&q->ref);
+	else
+		q = NULL;
 	xa_unlock(&rf->queues);
 	return q;
 }
 
+/* Out of the file's table already. */
 static void rbln_queue_teardown(struct rbln_queue *q)
 {
 	/* Jobs already pushed still run; the entity waits for them. */
 	drm_sched_entity_destroy(&q->entity);
+	dma_fence_put(q->idle_fence);
 	rbln_queue_put(q);
+}
+
+/*
+ * Frees the destroyed queues of @rf whose last job is done (their
+ * entities are idle: drm_sched_entity_destroy() does not wait).
+ */
+static void rbln_queues_reap(struct rbln_file *rf)
+{
+	struct rbln_queue *q, *next;
+	unsigned long id;
+	LIST_HEAD(done);
+
+	xa_lock(&rf->queues);
+	xa_for_each(&rf->queues, id, q) {
+		if (!q->destroyed ||
+		    (q->idle_fence && !dma_fence_is_signaled(q->idle_fence)))
+			continue;
+		__xa_erase(&rf->queues, id);
+		list_add_tail(&q->reap_link, &done);
+	}
+	xa_unlock(&rf->queues);
+	list_for_each_entry_safe(q, next, &done, reap_link)
+		rbln_queue_teardown(q);
+}
+
+/*
+ * True if @fence is a scheduler fence of one of @rf's queues (live or
+ * destroyed): a job of the file's own.
+ */
+bool rbln_queues_own_fence(struct rbln_file *rf, struct dma_fence *fence)
+{
+	struct rbln_queue *q;
+	unsigned long id;
+	bool own = false;
+
+	if (!to_drm_sched_fence(fence))
+		return false;
+	xa_lock(&rf->queues);
+	xa_for_each(&rf->queues, id, q) {
+		if (fence->context == q->entity.fence_context ||
+		    fence->context == q->entity.fence_context + 1) {
+			own = true;
+			break;
+		}
+	}
+	xa_unlock(&rf->queues);
+	return own;
 }
 
 int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
@@ -98,6 +156,7 @@ int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 	}
 	if (!rbln_rings_count(rdev))
 		return -EIO;	/* a card without command rings */
+	rbln_queues_reap(rf);	/* their ids count against the limit */
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
@@ -141,10 +200,26 @@ int rbln_ioctl_queue_destroy(struct drm_device *drm, void *data,
 
 	if (args->pad)
 		return -EINVAL;
-	q = xa_erase(&rf->queues, args->queue_id);
+	q = rbln_queue_get(rf, args->queue_id);
 	if (!q)
 		return -ENOENT;
-	rbln_queue_teardown(q);
+	/* No job is pushed after this (rbln_job.c checks sealed). */
+	mutex_lock(&q->lock);
+	if (q->sealed) {	/* a concurrent DESTROY got here first */
+		mutex_unlock(&q->lock);
+		rbln_queue_put(q);
+		return -ENOENT;
+	}
+	q->sealed = true;
+	if (q->last_seqno)
+		q->idle_fence = dma_fence_get(*rbln_queue_slot(q, q->last_seqno));
+	mutex_unlock(&q->lock);
+	xa_lock(&rf->queues);
+	q->destroyed = true;
+	xa_unlock(&rf->queues);
+	rbln_queue_put(q);
+	/* This queue too, if its last job is done. */
+	rbln_queues_reap(rf);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #define RBLN_QUEUE_H
 
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 
@@ -29,13 +30,23 @@ struct rbln_queue {
 	/* The entity keeps a pointer to this list: it lives as long. */
 	struct drm_gpu_scheduler *scheds[RBLN_FW_MAX_CHIPLETS];
 	/*
-	 * Protects last_seqno and recent, and keeps arm + push of the
-	 * queue's jobs in seqno order (rbln_job.c).
+	 * Protects last_seqno, recent and sealed, and keeps arm + push of
+	 * the queue's jobs in seqno order (rbln_job.c).
 	 */
 	struct mutex lock;
 	u64 last_seqno;
 	/* Finished fences of the last RBLN_QUEUE_HISTORY jobs, by seqno. */
 	struct dma_fence **recent;
+	/* QUEUE_DESTROY: no job is pushed any more. */
+	bool sealed;
+	/*
+	 * QUEUE_DESTROY is done: rbln_queue_get() finds the queue no more.
+	 * Under the file's queues xa_lock.
+	 */
+	bool destroyed;
+	/* Once sealed: the last job's finished fence (a reference) or NULL. */
+	struct dma_fence *idle_fence;
+	struct list_head reap_link;	/* on the reaper's list (its own) */
 };
 
 int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
@@ -51,6 +62,7 @@ void rbln_queue_put(struct rbln_queue *q);
 u64 rbln_queue_record_locked(struct rbln_queue *q, struct dma_fence *fence,
 			     struct dma_fence **old);
 unsigned int rbln_queues_wait(struct rbln_file *rf, unsigned int timeout_ms);
+bool rbln_queues_own_fence(struct rbln_file *rf, struct dma_fence *fence);
 void rbln_queues_fini(struct rbln_file *rf);
 
 #endif /* RBLN_QUEUE_H */

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -120,6 +121,52 @@ TEST_F(VmAbort, AFaultInAJobWithFaultAbortsCancelsTheLaterJobsOfItsAsidOnly) {
     EXPECT_EQ(t.status(2, bad1), RBLN_FW_JOB_MMU_FAULT);
     EXPECT_EQ(t.status(2, signal_job(40, 3)), RBLN_FW_JOB_OK);
     EXPECT_EQ(t.host_u64(40), 3U);
+}
+
+// A MATMUL of a few seconds that stores only at its end: a, b and the
+// output broadcast (stride 0), so its operands take a few bytes.
+rbln_fw_pkt_launch long_matmul(std::uint64_t a, std::uint64_t out) {
+    constexpr std::uint64_t kDim = 4096; // 2 * 4096^3 flops
+    rbln_fw_pkt_launch l{};
+    l.kernel = RBLN_FW_KERNEL_MATMUL;
+    l.dtype_in = RBLN_FW_DT_FP32;
+    l.dtype_out = RBLN_FW_DT_FP32;
+    l.ndim = 2;
+    l.shape[0] = kDim;
+    l.shape[1] = kDim;
+    l.shape[2] = kDim;
+    l.a = a;
+    l.b = a;
+    l.out = out;
+    l.stride_out[1] = 1; // every row on the same kDim elements
+    return l;
+}
+
+TEST_F(VmAbort, AFaultWithFaultAbortsInterruptsALongPacketOfItsAsidOnAnotherRing) {
+    // Ring 1: a kOther job marks it started, runs a long MATMUL (its
+    // 16 KiB output at 4096 keeps a pattern until the MATMUL's end), then
+    // stores 1 at 16.  Ring 0: a kOther job that faults once it started.
+    std::memset(t.host(4096), 0xff, 4096 * 4);
+    CmdBuf held;
+    held.signal(TestCard::kVaHost + 8, 1)
+        .launch(long_matmul(TestCard::kVaHost + 0x10000, TestCard::kVaHost + 4096))
+        .signal(TestCard::kVaHost + 16, 1);
+    const auto flags = RBLN_FW_JOB_IRQ | RBLN_FW_JOB_FAULT_ABORTS;
+    const std::uint64_t l = t.submit(1, held, kOther, 0, flags);
+    ASSERT_TRUE(eventually([&] { return t.host_u64(8) == 1; }));
+    CmdBuf bad;
+    bad.signal(0x7000'0000'0000ULL, 1); // unmapped
+    const std::uint64_t f = t.submit(0, bad, kOther, 0, flags);
+    expect_cpls(h, 0, {{f, RBLN_FW_JOB_MMU_FAULT}});
+    const auto cpl = h.wait_job_cpl(1);
+    ASSERT_TRUE(cpl.has_value());
+    EXPECT_EQ(cpl->seqno, l);
+    EXPECT_EQ(cpl->status, RBLN_FW_JOB_CANCELLED);
+    // Stopped inside the MATMUL (the packet after the first SIGNAL), which
+    // stored nothing, and the SIGNAL behind it never ran.
+    EXPECT_EQ(cpl->packet_offset, sizeof(rbln_fw_pkt_signal));
+    EXPECT_EQ(t.host_u64(4096), ~0ULL);
+    EXPECT_EQ(t.host_u64(16), 0U);
 }
 
 // A card of the previous firmware (rbln-emu --iface-minor 2).

@@ -274,6 +274,7 @@ private:
     // RingHost (ring threads).
     [[nodiscard]] std::uint64_t card_time_ns() const override { return card_time(); }
     void ring_mmu_fault(unsigned ring, std::uint32_t asid, const MmuFault& fault) override;
+    void ring_asid_aborted(unsigned ring, std::uint32_t asid) override;
     void ring_irq() override;
     void ring_bad_tail(unsigned ring, std::uint32_t tail) override;
     [[nodiscard]] bool ring_frozen() const override { return no_response_.load(); }
@@ -331,6 +332,10 @@ private:
     std::atomic<std::uint64_t> graph_spread_bytes_{kDefaultGraphSpreadBytes};
     // Outlives the processors that hand it nodes (declared before them).
     std::unique_ptr<ChipletHelpers> helpers_;
+    // Changed by the admin thread only; ring threads read the slots under
+    // procs_mu_ (ring_asid_aborted()), so a slot changes under it too.  A
+    // processor is stopped after it left its slot, never under the lock.
+    std::mutex procs_mu_;
     std::array<std::unique_ptr<CommandProcessor>, RBLN_FW_MAX_CHIPLETS> procs_;
 };
 

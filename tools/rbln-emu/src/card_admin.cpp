@@ -427,7 +427,11 @@ Card::Outcome Card::ring_setup(const rbln_fw_admin_req& req) {
                         id_.iface_minor,
                         id_.layout.chiplets > 1 ? helpers_.get() : nullptr,
                         &graph_spread_bytes_};
-    procs_.at(cfg.index) = std::make_unique<CommandProcessor>(deps, cfg);
+    auto proc = std::make_unique<CommandProcessor>(deps, cfg);
+    {
+        const std::lock_guard<std::mutex> lk(procs_mu_);
+        procs_.at(cfg.index) = std::move(proc);
+    }
     log_.info("ring %u set up: %u entries, jobs 0x%" PRIx64 " completions 0x%" PRIx64
               " control 0x%" PRIx64,
               cfg.index, cfg.entries, cfg.jobs_addr, cfg.cpls_addr, cfg.ctrl_addr);

@@ -16,7 +16,11 @@ bool Card::ring_up(unsigned chiplet) const {
 void Card::stop_ring(unsigned chiplet, CommandProcessor::StopMode mode) {
     ChipletEngine& e = engines_.at(chiplet);
     e.hang = false;
-    std::unique_ptr<CommandProcessor>& p = procs_.at(chiplet);
+    std::unique_ptr<CommandProcessor> p;
+    {
+        const std::lock_guard<std::mutex> lk(procs_mu_);
+        p.swap(procs_.at(chiplet));
+    }
     if (!p)
         return;
     p->stop(mode);
@@ -27,7 +31,12 @@ void Card::stop_ring(unsigned chiplet, CommandProcessor::StopMode mode) {
 }
 
 void Card::stop_rings(CommandProcessor::StopMode mode) {
-    for (std::unique_ptr<CommandProcessor>& p : procs_) {
+    std::array<std::unique_ptr<CommandProcessor>, RBLN_FW_MAX_CHIPLETS> stopping;
+    {
+        const std::lock_guard<std::mutex> lk(procs_mu_);
+        stopping.swap(procs_);
+    }
+    for (std::unique_ptr<CommandProcessor>& p : stopping) {
         if (!p)
             continue;
         p->stop(mode);
@@ -47,6 +56,14 @@ void Card::kick_rings() {
 void Card::ring_mmu_fault(unsigned ring, std::uint32_t asid, const MmuFault& fault) {
     report_mmu_fault(asid, fault, std::uint64_t{1} + ring, ring);
     flush_irqs();
+}
+
+void Card::ring_asid_aborted(unsigned ring, std::uint32_t asid) {
+    const std::lock_guard<std::mutex> lk(procs_mu_);
+    for (unsigned i = 0; i < procs_.size(); i++) {
+        if (i != ring && procs_.at(i))
+            procs_.at(i)->abort_asid(asid);
+    }
 }
 
 void Card::ring_irq() {

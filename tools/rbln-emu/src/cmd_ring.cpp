@@ -159,7 +159,8 @@ void CommandProcessor::abort_asid(std::uint32_t asid) {
 PacketResult CommandProcessor::interrupted() const {
     if (stopping())
         return PacketResult::stopped();
-    return failed(RBLN_FW_JOB_CANCELLED, "its address space was aborted (VM_ABORT)");
+    return failed(RBLN_FW_JOB_CANCELLED,
+                  "its address space was aborted (VM_ABORT, or a fault of a FAULT_ABORTS job)");
 }
 
 bool CommandProcessor::wait_runnable() {
@@ -368,7 +369,10 @@ CommandProcessor::Outcome CommandProcessor::execute(const Job& job, Mmu::Port& p
     if (out.result.status == RBLN_FW_JOB_MMU_FAULT && d.asid != 0 &&
         (d.flags & RBLN_FW_JOB_FAULT_ABORTS) != 0 && deps_.mmu.abort(d.asid)) {
         deps_.log.debug("ring %u: asid %u aborted by its job's MMU fault", cfg_.index, d.asid);
-        deps_.hub.notify(); // a WAIT of the ASID on another ring ends
+        // Its jobs on the other rings end inside a long packet, at their
+        // next packet boundary or in a WAIT, whichever comes first.
+        deps_.host.ring_asid_aborted(cfg_.index, d.asid);
+        deps_.hub.notify();
     }
     if (out.result.status == RBLN_FW_JOB_MMU_FAULT && out.result.fault)
         deps_.host.ring_mmu_fault(cfg_.index, d.asid, *out.result.fault);

@@ -102,6 +102,9 @@ public:
     [[nodiscard]] virtual std::uint64_t card_time_ns() const = 0;
     // An access of the ring's job faulted: the MMU_FAULT event.
     virtual void ring_mmu_fault(unsigned ring, std::uint32_t asid, const MmuFault& fault) = 0;
+    // The ring's job of `asid` faulted with FAULT_ABORTS and marked the
+    // ASID: a job of it running on another ring stops as at VM_ABORT.
+    virtual void ring_asid_aborted(unsigned ring, std::uint32_t asid) = 0;
     // RBLN_FW_IRQ_RING.
     virtual void ring_irq() = 0;
     // The host wrote a job_tail >= entries (reported once per value).

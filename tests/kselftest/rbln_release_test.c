@@ -13,6 +13,12 @@
  * another client's job queued behind them on the same ring runs and
  * succeeds.
  *
+ * A job of a released file that waits for another client's fence (an
+ * in-syncobj) is cancelled once the grace is over without waiting for
+ * that fence, and the release does not wait for it either.  QUEUE_DESTROY
+ * returns at once: the queue is gone for SUBMIT and WAIT, its job still
+ * runs once its in-fence signals, and its id stays taken until then.
+ *
  * The child's job waits on, and stores into, a shared anonymous page
  * that both processes map and the child pins as userptr: the parent sees
  * whether the job ran after the child is gone.
@@ -23,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,6 +290,170 @@ TEST_F_TIMEOUT(rel, a_killed_process_held_job_is_cancelled_without_a_ring_reset,
 	rbln_sleep_ms(100);
 	EXPECT_EQ(0, peek(&self->shared[DONE]));
 	EXPECT_EQ(0, peek(&self->shared[BEHIND]));
+}
+
+/* The syncobj @handle of @from, as a handle of @to (shared, not copied). */
+static int share_syncobj(int from, __u32 handle, int to, __u32 *out)
+{
+	struct drm_syncobj_handle h = { .handle = handle };
+	int ret;
+
+	if (ioctl(from, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &h))
+		return -errno;
+	ret = h.fd;
+	h.handle = 0;
+	h.fd = ret;
+	ret = ioctl(to, DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &h) ? -errno : 0;
+	close(h.fd);
+	*out = h.handle;
+	return ret;
+}
+
+/*
+ * A job held on the device by the word at data + 0 (until it is >= 1),
+ * on @q of this file; its fence goes to syncobj @out.
+ */
+static void submit_held(struct __test_metadata *_metadata,
+			FIXTURE_DATA(rel) * self, __u32 out)
+{
+	struct drm_rbln_submit s;
+
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_wait(&self->cb, self->data.va, 1, 0);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 1, 0);
+	rbln_submit_args(&s, self->q, &self->cb, &self->data.handle, 1);
+	s.out_handle = out;
+	ASSERT_EQ(0, rbln_submit_raw(self->fd, &s));
+}
+
+/*
+ * Client A (its own file) submits a job that waits for client B's held
+ * job (B's syncobj, shared with A) and has an out-syncobj B shares.  A
+ * closes its file: the close does not wait for B's job, and A's job ends
+ * -ECANCELED (without running) after the grace, while B's job is still
+ * held.  Before, the release waited for B's fence, however long.
+ */
+TEST_F_TIMEOUT(rel, a_released_file_job_waiting_for_a_foreign_fence_is_cancelled_at_once,
+	       120)
+{
+	__u32 held = 0, held_a = 0, done_a = 0, done = 0, qa = 0;
+	struct drm_rbln_sync in = { 0 };
+	struct drm_rbln_submit s;
+	struct rbln_cmdbuf cba;
+	struct rbln_buf bufa;
+	__u64 refs0 = 0, refs = 0;
+	__s32 je = 1;
+	__s64 t0;
+	int fa;
+
+	if (!self->ready)
+		return;
+	set_grace(_metadata, 200);
+	ASSERT_EQ(0, rbln_module_refs(&refs0));
+	ASSERT_EQ(0, rbln_syncobj_create(self->fd, &held));
+	submit_held(_metadata, self, held);
+
+	fa = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fa);
+	ASSERT_EQ(0, rbln_queue_create(fa, 1, RBLN_QUEUE_PRIORITY_NORMAL, &qa));
+	ASSERT_EQ(0, rbln_cmd_init(fa, &cba, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(fa, &bufa, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, share_syncobj(self->fd, held, fa, &held_a));
+	ASSERT_EQ(0, rbln_syncobj_create(fa, &done_a));
+	ASSERT_EQ(0, share_syncobj(fa, done_a, self->fd, &done));
+	rbln_cmd_signal(&cba, bufa.va, 3, 0);
+	rbln_submit_args(&s, qa, &cba, &bufa.handle, 1);
+	in.handle = held_a;
+	s.in_syncs = (__u64)(uintptr_t)&in;
+	s.in_count = 1;
+	s.out_handle = done_a;
+	ASSERT_EQ(0, rbln_submit_raw(fa, &s));
+	rbln_sleep_ms(100);
+	EXPECT_EQ(-ETIME, rbln_wait_syncobj(self->fd, done, 0, 0, &je))
+	TH_LOG("A's job did not wait for B's");
+
+	/* The mappings first, so that close() is the release. */
+	munmap(bufa.map, bufa.size);
+	munmap(cba.buf.map, cba.buf.size);
+	t0 = rbln_now_ms();
+	EXPECT_EQ(0, close(fa));
+	TH_LOG("close() took %lld ms (grace 200 ms)",
+	       (long long)(rbln_now_ms() - t0));
+	ASSERT_EQ(0, rbln_wait_syncobj(self->fd, done, 0, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-ECANCELED, je) TH_LOG("A's job: %s", strerror(-je));
+	EXPECT_EQ(0, rbln_module_refs(&refs));
+	EXPECT_EQ(refs0, refs) TH_LOG("A's file is still open");
+	EXPECT_EQ(0, peek(&self->shared[DONE]));
+	EXPECT_EQ(0, ((__u64 *)self->data.map)[1]) TH_LOG("B's job ran early");
+
+	/* B's job goes on as before. */
+	__atomic_store_n((__u64 *)self->data.map, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, rbln_wait_syncobj(self->fd, held, 0, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je) TH_LOG("B's job: %s", strerror(-je));
+	EXPECT_EQ(1, __atomic_load_n((__u64 *)self->data.map + 1,
+				     __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, done));
+	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, held));
+}
+
+/*
+ * QUEUE_DESTROY of a queue whose job waits for an in-fence (this file's
+ * held job on another queue) returns at once (before, it blocked until
+ * the fence signalled); the queue is gone for SUBMIT, WAIT and DESTROY,
+ * its id stays taken while the job is pending, the job runs once the
+ * fence signals (its out-syncobj reports it), and then the id is free.
+ */
+TEST_F_TIMEOUT(rel, queue_destroy_returns_at_once_and_its_job_runs_when_its_fence_signals,
+	       120)
+{
+	__u32 held = 0, done = 0, qd = 0, q2 = 0, q3 = 0;
+	struct drm_rbln_sync in = { 0 };
+	struct drm_rbln_submit s;
+	__u64 *w = (__u64 *)self->data.map;
+	__s32 je = 1;
+	__u64 seqno;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_syncobj_create(self->fd, &held));
+	ASSERT_EQ(0, rbln_syncobj_create(self->fd, &done));
+	submit_held(_metadata, self, held);
+	ASSERT_EQ(0, rbln_queue_create(self->fd, 1, RBLN_QUEUE_PRIORITY_NORMAL,
+				       &qd));
+	rbln_cmd_begin(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 16, 9, 0);
+	rbln_submit_args(&s, qd, &self->cb, &self->data.handle, 1);
+	in.handle = held;
+	s.in_syncs = (__u64)(uintptr_t)&in;
+	s.in_count = 1;
+	s.out_handle = done;
+	ASSERT_EQ(0, rbln_submit_raw(self->fd, &s));
+	seqno = s.seqno;
+
+	ASSERT_EQ(0, rbln_queue_destroy(self->fd, qd));
+	EXPECT_EQ(-ENOENT, rbln_wait_job(self->fd, qd, seqno, 0, &je));
+	EXPECT_EQ(-ENOENT, rbln_submit_job(self->fd, qd, &self->cb,
+					   &self->data.handle, 1, &seqno));
+	EXPECT_EQ(-ENOENT, rbln_queue_destroy(self->fd, qd));
+	ASSERT_EQ(0, rbln_queue_create(self->fd, 1, RBLN_QUEUE_PRIORITY_NORMAL,
+				       &q2));
+	EXPECT_NE(qd, q2) TH_LOG("the id of a queue with a pending job was reused");
+	rbln_sleep_ms(100);
+	EXPECT_EQ(0, __atomic_load_n(&w[2], __ATOMIC_ACQUIRE))
+	TH_LOG("the job ran before its in-fence signalled");
+
+	__atomic_store_n(&w[0], 1, __ATOMIC_RELEASE);	/* the held job goes */
+	ASSERT_EQ(0, rbln_wait_syncobj(self->fd, done, 0, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je) TH_LOG("the destroyed queue's job: %s", strerror(-je));
+	EXPECT_EQ(9, __atomic_load_n(&w[2], __ATOMIC_ACQUIRE));
+	/* Its id is free again now (the lowest free id is taken first). */
+	ASSERT_EQ(0, rbln_queue_create(self->fd, 1, RBLN_QUEUE_PRIORITY_NORMAL,
+				       &q3));
+	EXPECT_EQ(qd, q3) TH_LOG("the destroyed queue's id stayed taken");
+	EXPECT_EQ(0, rbln_queue_destroy(self->fd, q3));
+	EXPECT_EQ(0, rbln_queue_destroy(self->fd, q2));
+	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, done));
+	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, held));
 }
 
 TEST_HARNESS_MAIN

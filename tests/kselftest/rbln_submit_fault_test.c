@@ -309,6 +309,80 @@ TEST_F(flt, jobs_already_on_the_rings_behind_a_fault_fail_too)
 	close(fb);
 }
 
+/*
+ * A fault stops the client's job running on another chiplet inside its
+ * long packet (FAULT_ABORTS interrupts it as VM_ABORT would), not only at
+ * the next packet boundary: the job is a SIGNAL, a MATMUL of seconds that
+ * stores its output only at its end, and a SIGNAL; the fault comes once
+ * the first SIGNAL is seen.  The MATMUL's output keeps its pattern and
+ * the last SIGNAL never runs; the job is -EFAULT.  (Before, the MATMUL ran
+ * to its end and stored its output.)
+ */
+TEST_F(flt, a_fault_interrupts_a_long_packet_of_the_client_on_another_chiplet)
+{
+	struct rbln_fw_pkt_launch l = {
+		.kernel = RBLN_FW_KERNEL_MATMUL,
+		.dtype_in = RBLN_FW_DT_FP32,
+		.dtype_out = RBLN_FW_DT_FP32,
+		.ndim = 2,
+		/* 2 * 4096^3 flops; a, b and every output row broadcast */
+		.shape = { 4096, 4096, 4096 },
+		.stride_out = { 0, 1 },
+	};
+	__u64 *w = (__u64 *)self->data.map;
+	struct drm_rbln_info_vm vm;
+	__u64 s1, s2, hole;
+	__u32 qa, qb, minor = 0;
+	__s64 deadline;
+	__s32 je;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, rbln_iface_minor(self->fd, &minor));
+	if (minor < 3)
+		SKIP(return, "firmware-iface 1.%u: no FAULT_ABORTS", minor);
+	if (self->dev.chiplet_count < 2)
+		SKIP(return, "one chiplet: no other ring");
+	ASSERT_EQ(0, rbln_info_vm(self->fd, &vm));
+	hole = (vm.va_start + (vm.va_end - vm.va_start) / 2) & ~0xfffull;
+	memset(self->data.map, 0, 8192);
+	memset((char *)self->data.map + 65536, 0xff, 4096 * 4);
+	l.a = self->data.va + 32768;
+	l.b = self->data.va + 32768;
+	l.out = self->data.va + 65536;
+
+	/* chiplet 1: started, the long MATMUL, then the word at 24 */
+	qb = rbln_new_queue(_metadata, self->fd, 2);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va + 8, 1, 0);
+	rbln_cmd_launch(&self->cb, &l);
+	rbln_cmd_signal(&self->cb, self->data.va + 24, 1, 0);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qb, &self->cb,
+				     &self->data.handle, 1, &s2));
+	deadline = rbln_now_ms() + RBLN_JOB_WAIT_MS;
+	while (!__atomic_load_n(&w[1], __ATOMIC_ACQUIRE) &&
+	       rbln_now_ms() < deadline)
+		rbln_sleep_ms(1);
+	ASSERT_EQ(1, __atomic_load_n(&w[1], __ATOMIC_ACQUIRE));
+
+	/* chiplet 0: a job of the same client that faults */
+	qa = rbln_new_queue(_metadata, self->fd, 1);
+	rbln_cmd_begin(&self->cb);
+	rbln_cmd_copy(&self->cb, hole, self->data.va + 4096, 64);
+	ASSERT_EQ(0, rbln_submit_job(self->fd, qa, &self->cb,
+				     &self->data.handle, 1, &s1));
+
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qa, s1, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-EFAULT, je) TH_LOG("the faulting job: %s", strerror(-je));
+	ASSERT_EQ(0, rbln_wait_job(self->fd, qb, s2, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-EFAULT, je) TH_LOG("the job on chiplet 1: %s", strerror(-je));
+	EXPECT_TRUE(rbln_all_bytes((char *)self->data.map + 65536, 4096 * 4,
+				   0xff))
+	TH_LOG("the MATMUL ran to its end");
+	EXPECT_EQ(0, __atomic_load_n(&w[3], __ATOMIC_ACQUIRE))
+	TH_LOG("the packet after the MATMUL ran");
+}
+
 TEST_F(flt, job_writing_a_read_only_buffer_fails_with_efault)
 {
 	struct drm_rbln_bo_create ro;

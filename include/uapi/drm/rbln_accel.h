@@ -364,7 +364,16 @@ struct drm_rbln_queue_create {
  * @queue_id: in: a queue of this file.
  * @pad: zero.
  *
- * Jobs already submitted still run; their fences signal as usual.
+ * Returns at once, without waiting for the queue's jobs (as
+ * cudaStreamDestroy does).  From then on the queue is gone for this
+ * file: SUBMIT, WAIT by its seqnos and another QUEUE_DESTROY get -ENOENT
+ * (a SUBMIT racing with the destroy either lands before it or gets
+ * -ENOENT).  Jobs already submitted still run, in order, each once its
+ * in-fences have signalled, and their fences signal as usual: wait for
+ * them through their out-syncobjs or buffers.  The queue's id stays
+ * taken, and counts against the limit of 256 queues per file, until its
+ * last job is done; the file's release cancels such jobs like any other
+ * (see drm_rbln_wait.job_error).
  * Errors: -ENOENT (no such queue in this file), -EINVAL (pad).
  */
 struct drm_rbln_queue_destroy {
@@ -465,7 +474,10 @@ struct drm_rbln_submit {
  *	faulted card, -ETIMEDOUT timeout/hang,
  *	-ECANCELED cancelled because its file was released (closed by its
  *	last holder, or its process killed) and the job was still not done
- *	after the release_grace_ms module parameter (1 s by default), or
+ *	after the release_grace_ms module parameter (1 s by default); a
+ *	job then still waiting for an in-fence of someone else (another
+ *	file's job, a foreign syncobj or shared buffer) does not wait for
+ *	it any more, and the release does not either, or
  *	another -errno if it never ran (its file went away first, or a
  *	dependency failed: that dependency's error)).  Only those who share
  *	its out-syncobj or buffers can see the last two.

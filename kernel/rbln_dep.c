@@ -122,11 +122,12 @@ struct dma_fence *rbln_dep_wrap(struct rbln_file *rf, struct dma_fence *in)
 }
 
 /*
- * At release: every stand-in still waiting signals -ECANCELED now; returns
- * how many did.  No submit runs on the file any more, and a callback that
- * rbln_deps_cancel() could not disarm has finished (callbacks run under
- * the fence's lock, which dma_fence_remove_callback() takes): nothing
- * touches @deps afterwards.
+ * At release, and when the card is gone: every stand-in still waiting
+ * signals -ECANCELED now; returns how many did.  No submit runs on the
+ * file any more, and a callback that rbln_deps_cancel() could not disarm
+ * has finished (callbacks run under the fence's lock, which
+ * dma_fence_remove_callback() takes): after the release nothing touches
+ * @deps.
  */
 unsigned int rbln_deps_cancel(struct rbln_deps *deps)
 {

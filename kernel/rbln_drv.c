@@ -447,6 +447,21 @@ err_fw:
  * binding.  What the open files hold is freed when the last one closes.
  * Runs once; a second call returns at once.
  */
+/*
+ * The card is gone: jobs of its files that still wait for someone else's
+ * fence stop waiting, and fail in run_job() (-ENODEV) with the rest.  No
+ * submit runs any more (drm_dev_unplug() waited for them).
+ */
+static void rbln_files_cancel_deps(struct rbln_device *rdev)
+{
+	struct drm_file *file;
+
+	mutex_lock(&rdev->drm.filelist_mutex);
+	list_for_each_entry(file, &rdev->drm.filelist, lhead)
+		rbln_deps_cancel(&to_rbln_file(file)->deps);
+	mutex_unlock(&rdev->drm.filelist_mutex);
+}
+
 void rbln_unplug(struct rbln_device *rdev)
 {
 	mutex_lock(&rdev->unplug_lock);
@@ -462,6 +477,7 @@ void rbln_unplug(struct rbln_device *rdev)
 	rbln_rings_fail_pending(rdev, -ENODEV);
 	rbln_rings_resume(rdev);
 	rbln_reset_unlock(rdev);
+	rbln_files_cancel_deps(rdev);
 	rbln_gem_unplug(rdev);
 	rbln_vms_unplug(rdev);
 out:

@@ -26,6 +26,7 @@
  *   telemetry.lock -> admin.lock
  *   dma_resv (the job's buffers, ww) -> q->lock (mutex, struct rbln_queue)
  *   an in-fence's lock -> rf->deps.lock (spinlock, irqsave, struct rbln_deps)
+ *   unplug_lock -> drm.filelist_mutex (DRM core) -> rf->deps.lock
  *   events.lock -> vms.xa's lock -> vm->fault_lock (spinlock, irqsave)
  *   ring->lock (spinlock, irqsave, hard irq) -> vm->fault_lock, fence_lock
  *   hbm.chiplet[i].lock (mutex, struct rbln_hbm): takes no other lock

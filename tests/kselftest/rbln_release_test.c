@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -292,23 +291,6 @@ TEST_F_TIMEOUT(rel, a_killed_process_held_job_is_cancelled_without_a_ring_reset,
 	EXPECT_EQ(0, peek(&self->shared[BEHIND]));
 }
 
-/* The syncobj @handle of @from, as a handle of @to (shared, not copied). */
-static int share_syncobj(int from, __u32 handle, int to, __u32 *out)
-{
-	struct drm_syncobj_handle h = { .handle = handle };
-	int ret;
-
-	if (ioctl(from, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &h))
-		return -errno;
-	ret = h.fd;
-	h.handle = 0;
-	h.fd = ret;
-	ret = ioctl(to, DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &h) ? -errno : 0;
-	close(h.fd);
-	*out = h.handle;
-	return ret;
-}
-
 /*
  * A job held on the device by the word at data + 0 (until it is >= 1),
  * on @q of this file; its fence goes to syncobj @out.
@@ -358,9 +340,9 @@ TEST_F_TIMEOUT(rel, a_released_file_job_waiting_for_a_foreign_fence_is_cancelled
 	ASSERT_EQ(0, rbln_queue_create(fa, 1, RBLN_QUEUE_PRIORITY_NORMAL, &qa));
 	ASSERT_EQ(0, rbln_cmd_init(fa, &cba, 4096, RBLN_REGION_HOST, 0));
 	ASSERT_EQ(0, rbln_buf_new(fa, &bufa, 4096, RBLN_REGION_HOST, 0));
-	ASSERT_EQ(0, share_syncobj(self->fd, held, fa, &held_a));
+	ASSERT_EQ(0, rbln_syncobj_share(self->fd, held, fa, &held_a));
 	ASSERT_EQ(0, rbln_syncobj_create(fa, &done_a));
-	ASSERT_EQ(0, share_syncobj(fa, done_a, self->fd, &done));
+	ASSERT_EQ(0, rbln_syncobj_share(fa, done_a, self->fd, &done));
 	rbln_cmd_signal(&cba, bufa.va, 3, 0);
 	rbln_submit_args(&s, qa, &cba, &bufa.handle, 1);
 	in.handle = held_a;

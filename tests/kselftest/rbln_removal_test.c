@@ -416,6 +416,78 @@ TEST_F_TIMEOUT(gone, other_cards_keep_working_when_one_is_gone, 120)
 	plug_back_and_run(_metadata, self);
 }
 
+/*
+ * A job of the card that goes, waiting for a job held on another card
+ * (an in-syncobj), fails with -ENODEV at once: it does not wait for the
+ * other card's job, which is still held and then runs.  Before, it failed
+ * only once the other card's job was done.
+ */
+TEST_F_TIMEOUT(gone, a_job_waiting_for_another_cards_fence_fails_at_once, 120)
+{
+	__u32 held = 0, held0 = 0, done0 = 0, done = 0, q0, q1, bo0, bo1;
+	struct rbln_cmdbuf cb0 = { 0 }, cb1 = { 0 };
+	struct rbln_buf d0 = { 0 }, d1 = { 0 };
+	struct drm_rbln_sync in = { 0 };
+	struct drm_rbln_submit s;
+	__s32 je = 1;
+	int f0, f1;
+
+	if (!self->ready)
+		return;
+	if (self->count < 2)
+		SKIP(return, "needs two cards, the VM has %d", self->count);
+	f1 = rbln_open_minor(self->nodes[1].minor);
+	ASSERT_LE(0, f1);
+	q1 = rbln_new_queue(_metadata, f1, 1);
+	ASSERT_EQ(0, rbln_cmd_init(f1, &cb1, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(f1, &d1, 4096, RBLN_REGION_HOST, 0));
+	memset(d1.map, 0, 4096);
+	bo1 = d1.handle;
+	ASSERT_EQ(0, rbln_syncobj_create(f1, &held));
+	rbln_cmd_wait(&cb1, d1.va, 1, 0);
+	rbln_cmd_signal(&cb1, d1.va + 8, 1, 0);
+	rbln_submit_args(&s, q1, &cb1, &bo1, 1);
+	s.out_handle = held;
+	ASSERT_EQ(0, rbln_submit_raw(f1, &s));
+
+	f0 = rbln_open_minor(self->target.minor);
+	ASSERT_LE(0, f0);
+	q0 = rbln_new_queue(_metadata, f0, 1);
+	ASSERT_EQ(0, rbln_cmd_init(f0, &cb0, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(f0, &d0, 4096, RBLN_REGION_HOST, 0));
+	bo0 = d0.handle;
+	ASSERT_EQ(0, rbln_syncobj_share(f1, held, f0, &held0));
+	ASSERT_EQ(0, rbln_syncobj_create(f0, &done0));
+	ASSERT_EQ(0, rbln_syncobj_share(f0, done0, f1, &done));
+	rbln_cmd_signal(&cb0, d0.va, 1, 0);
+	rbln_submit_args(&s, q0, &cb0, &bo0, 1);
+	in.handle = held0;
+	s.in_syncs = (__u64)(uintptr_t)&in;
+	s.in_count = 1;
+	s.out_handle = done0;
+	ASSERT_EQ(0, rbln_submit_raw(f0, &s));
+
+	surprise_remove(_metadata, self);
+	EXPECT_EQ(0, rbln_wait_node_gone(self->target.minor, GONE_TIMEOUT_MS));
+	ASSERT_EQ(0, rbln_wait_syncobj(f1, done, 0, GONE_TIMEOUT_MS, &je))
+	TH_LOG("the gone card's job waits for the other card's");
+	EXPECT_EQ(-ENODEV, je) TH_LOG("its job: %s", strerror(-je));
+	EXPECT_EQ(-ETIME, rbln_wait_syncobj(f1, held, 0, 0, &je))
+	TH_LOG("the other card's job is not held any more");
+
+	__atomic_store_n((__u64 *)d1.map, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, rbln_wait_syncobj(f1, held, 0, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je) TH_LOG("the other card's job: %s", strerror(-je));
+	EXPECT_EQ(1, __atomic_load_n((__u64 *)d1.map + 1, __ATOMIC_ACQUIRE));
+	munmap(d0.map, d0.size);
+	munmap(cb0.buf.map, cb0.buf.size);
+	close(f0);
+	rbln_buf_free(f1, &d1);
+	rbln_cmd_fini(f1, &cb1);
+	close(f1);
+	plug_back_and_run(_metadata, self);
+}
+
 /* ---- orderly hot unplug (QEMU device_del / device_add) --------------------- */
 
 FIXTURE(hotplug)

@@ -371,6 +371,20 @@ int rbln_syncobj_create(int fd, __u32 *handle)
 	return 0;
 }
 
+int rbln_syncobj_share(int from, __u32 handle, int to, __u32 *out)
+{
+	struct drm_syncobj_handle h = { .handle = handle };
+	int ret;
+
+	if (ioctl(from, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &h))
+		return -errno;
+	h.handle = 0;
+	ret = ioctl(to, DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &h) ? -errno : 0;
+	close(h.fd);
+	*out = h.handle;
+	return ret;
+}
+
 int rbln_syncobj_destroy(int fd, __u32 handle)
 {
 	struct drm_syncobj_destroy d = { .handle = handle };

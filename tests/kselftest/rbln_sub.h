@@ -162,6 +162,11 @@ int rbln_run_job(int fd, __u32 queue_id, const struct rbln_cmdbuf *cb,
 /* Syncobjs through the DRM core's DRM_IOCTL_SYNCOBJ_* ioctls. */
 int rbln_syncobj_create(int fd, __u32 *handle);
 int rbln_syncobj_destroy(int fd, __u32 handle);
+/*
+ * Syncobj @handle of file @from as a handle of file @to (the same syncobj,
+ * through its fd; the files may be of different devices).
+ */
+int rbln_syncobj_share(int from, __u32 handle, int to, __u32 *out);
 /* Current value (last signalled point) of a timeline syncobj. */
 int rbln_syncobj_query(int fd, __u32 handle, __u64 *point);
 /* Signals @point (timeline) or the syncobj (binary, @point 0) from the CPU. */

@@ -471,7 +471,8 @@ struct drm_rbln_submit {
  *	fault of this job or of an earlier job of the same file: a file
  *	whose job faulted runs nothing more, -EINVAL bad packet, -EPERM
  *	privileged packet, -EIO DMA error, lost in a card reset or on a
- *	faulted card, -ETIMEDOUT timeout/hang,
+ *	faulted card, -ETIMEDOUT timeout/hang, -ENODEV the card went away
+ *	(unbound, unplugged or removed) before the job was done,
  *	-ECANCELED cancelled because its file was released (closed by its
  *	last holder, or its process killed) and the job was still not done
  *	after the release_grace_ms module parameter (1 s by default); a

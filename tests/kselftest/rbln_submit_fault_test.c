@@ -383,6 +383,63 @@ TEST_F(flt, a_fault_interrupts_a_long_packet_of_the_client_on_another_chiplet)
 	TH_LOG("the packet after the MATMUL ran");
 }
 
+/*
+ * A job waiting for another client's job that faulted (an in-syncobj
+ * whose fence ends -EFAULT) still runs and succeeds: errors do not travel
+ * along fences, and only the faulting client's own jobs fail.
+ */
+TEST_F(flt, a_job_waiting_for_another_clients_faulted_job_still_runs)
+{
+	struct drm_rbln_sync in = { 0 };
+	__u32 sb = 0, sa = 0, qb, bob;
+	struct drm_rbln_info_vm vm;
+	struct drm_rbln_submit s;
+	struct rbln_cmdbuf cbb;
+	struct rbln_buf b;
+	__u64 hole, seqno;
+	__s32 je = 1;
+	__u32 q;
+	int fb;
+
+	if (!self->ready)
+		return;
+	fb = rbln_open_minor(self->nodes[0].minor);
+	ASSERT_LE(0, fb);
+	ASSERT_EQ(0, rbln_info_vm(fb, &vm));
+	hole = (vm.va_start + (vm.va_end - vm.va_start) / 2) & ~0xfffull;
+	qb = rbln_new_queue(_metadata, fb, 1);
+	ASSERT_EQ(0, rbln_cmd_init(fb, &cbb, 4096, RBLN_REGION_HOST, 0));
+	ASSERT_EQ(0, rbln_buf_new(fb, &b, 4096, RBLN_REGION_HOST, 0));
+	bob = b.handle;
+	ASSERT_EQ(0, rbln_syncobj_create(fb, &sb));
+	rbln_cmd_copy(&cbb, hole, b.va, 64);
+	rbln_submit_args(&s, qb, &cbb, &bob, 1);
+	s.out_handle = sb;
+	ASSERT_EQ(0, rbln_submit_raw(fb, &s));
+	seqno = s.seqno;
+
+	ASSERT_EQ(0, rbln_syncobj_share(fb, sb, self->fd, &sa));
+	q = rbln_new_queue(_metadata, self->fd, 1);
+	memset(self->data.map, 0, 4096);
+	rbln_cmd_reset(&self->cb);
+	rbln_cmd_signal(&self->cb, self->data.va, 6, 0);
+	rbln_submit_args(&s, q, &self->cb, &self->data.handle, 1);
+	in.handle = sa;
+	s.in_syncs = (__u64)(uintptr_t)&in;
+	s.in_count = 1;
+	ASSERT_EQ(0, rbln_submit_raw(self->fd, &s));
+
+	ASSERT_EQ(0, rbln_wait_job(fb, qb, seqno, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(-EFAULT, je) TH_LOG("the faulting job: %s", strerror(-je));
+	ASSERT_EQ(0, rbln_wait_job(self->fd, q, s.seqno, RBLN_JOB_WAIT_MS, &je));
+	EXPECT_EQ(0, je) TH_LOG("the job behind it: %s", strerror(-je));
+	EXPECT_EQ(6, __atomic_load_n((__u64 *)self->data.map, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, rbln_syncobj_destroy(self->fd, sa));
+	rbln_buf_free(fb, &b);
+	rbln_cmd_fini(fb, &cbb);
+	close(fb);
+}
+
 TEST_F(flt, job_writing_a_read_only_buffer_fails_with_efault)
 {
 	struct drm_rbln_bo_create ro;

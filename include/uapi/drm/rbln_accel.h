@@ -478,10 +478,12 @@ struct drm_rbln_submit {
  *	after the release_grace_ms module parameter (1 s by default); a
  *	job then still waiting for an in-fence of someone else (another
  *	file's job, a foreign syncobj or shared buffer) does not wait for
- *	it any more, and the release does not either, or
- *	another -errno if it never ran (its file went away first, or a
- *	dependency failed: that dependency's error)).  Only those who share
- *	its out-syncobj or buffers can see the last two.
+ *	it any more, and the release does not either, or -ESRCH if its
+ *	process was killed before the scheduler took the job).  Only those
+ *	who share its out-syncobj or buffers can see the last two.  A
+ *	failed in-fence does not fail the job: it runs once that fence has
+ *	signalled, whatever its error (a job of the same file that failed
+ *	with -EFAULT fails this one anyway, see above).
  * @job_detail: out: why the card failed the job, beyond @job_error: the
  *	completion's detail of firmware-iface 1.4 (rbln_fw_graph.h
  *	RBLN_FW_GRAPH_E_*: which check refused a GRAPH_EXEC's Definition or

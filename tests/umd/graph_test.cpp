@@ -21,6 +21,7 @@
 #include "graph/capture.hpp"
 #include "graph/executable.hpp"
 #include "ops_card.hpp"
+#include "rbln/error.hpp"
 #include "rbln/graph.hpp"
 #include "rbln/ops.hpp"
 
@@ -267,6 +268,47 @@ TEST(Graph, TheContentKeyFollowsShapesAndScalarsNotStorages) {
     EXPECT_EQ(st.cache_misses, 3u);
     EXPECT_EQ(st.cache_hits, 1u);
     EXPECT_EQ(st.captures, 4u);
+}
+
+TEST(Graph, AGraphFunctionKeepsNoneOfItsCallsInputsAlive) {
+    GraphCard c;
+    Stream& s = *c.stream;
+    auto w = c.view({8, 3}); // captured by the body itself: the graph holds it
+    GraphFunction f([&c, w](Stream& st, std::span<const StorageView> in, std::span<const double>) {
+        return std::vector<StorageView>{step(st, c, in[0], w, 2.0F)};
+    });
+    std::weak_ptr<Storage> first;
+    {
+        auto x = c.view({4, 8});
+        first = x.storage;
+        const StorageView in[] = {x};
+        auto y = f(s, in);
+        s.synchronize();
+        ASSERT_EQ(y.size(), 1u);
+    }
+    EXPECT_TRUE(first.expired()) << "the compiled graph keeps the first call's input alive";
+    auto x2 = c.view({4, 8});
+    const StorageView in2[] = {x2};
+    auto y2 = f(s, in2);
+    s.synchronize();
+    EXPECT_EQ(f.stats().replays, 1u);
+    EXPECT_EQ(c.accepted, 2) << (c.last_error ? c.last_error->why : "");
+    Graph g = f.graph_for(in2);
+    ASSERT_TRUE(g.valid());
+    ASSERT_EQ(g.inputs().size(), 2u);
+    EXPECT_EQ(g.inputs()[0], nullptr);
+    EXPECT_EQ(g.inputs()[1], w.storage);
+    try {
+        g.replay(s);
+        ADD_FAILURE() << "a replay without the call's input ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("replay it with inputs"), std::string::npos)
+            << e.what();
+    }
+    const std::shared_ptr<Storage> bound[] = {x2.storage, w.storage};
+    EXPECT_EQ(g.replay(s, bound).size(), 1u);
+    s.synchronize();
+    EXPECT_EQ(c.accepted, 3);
 }
 
 TEST(Graph, AReplayIsOneJobAndOneAllocatorBlockCountedInTheStatistics) {

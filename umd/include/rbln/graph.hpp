@@ -106,13 +106,14 @@ public:
     std::uint32_t definition_bytes() const;
     /// Bytes of one replay's block: the outputs and the intermediates.
     std::uint64_t execution_bytes() const;
-    /// The boundary tensors captured, in order of first use.
+    /// The boundary tensors captured, in order of first use; nullptr for
+    /// those a GraphFunction's graph does not hold (its calls' inputs).
     const std::vector<std::shared_ptr<Storage>>& inputs() const;
     GraphDirection direction(std::size_t input) const;
     std::size_t output_count() const;
 
     /// Replays on @stream with the captured boundary tensors; returns the
-    /// new outputs.
+    /// new outputs.  InvalidArgument if inputs() holds a nullptr.
     std::vector<std::shared_ptr<Storage>> replay(Stream& stream) const;
     /// Replays with @inputs in place of inputs() (see the top of the header).
     std::vector<std::shared_ptr<Storage>>
@@ -147,7 +148,9 @@ public:
     std::vector<StorageView> operator()(Stream& stream, std::span<const StorageView> inputs,
                                         std::span<const double> scalars = {}) const;
     Stats stats() const;
-    /// The graph of the profile of @inputs and @scalars, if captured.
+    /// The graph of the profile of @inputs and @scalars, if captured.  It
+    /// holds none of the calls' inputs (inputs() has nullptr there, filled
+    /// from @inputs at each call): replay it with inputs.
     Graph graph_for(std::span<const StorageView> inputs,
                     std::span<const double> scalars = {}) const;
 

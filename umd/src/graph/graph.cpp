@@ -69,14 +69,17 @@ std::vector<std::shared_ptr<Storage>> replay(const Executable& x, Stream& stream
                       std::to_string(x.inputs.size()) + " boundary tensors (Graph::inputs())");
     for (std::size_t i = 0; i < inputs.size(); i++) {
         const auto& s = inputs[i];
-        const auto& c = x.inputs[i];
+        // What the Definition was built for (the captured storage may be
+        // gone: a GraphFunction's graphs do not hold their calls' inputs).
+        const rbln_fw_graph_tensor& c = x.def->boundaries[i];
+        const auto ctype = static_cast<ElementType>(c.dtype);
         if (!s)
             bad(what, "input " + std::to_string(i) + " has no storage");
-        if (s->element_type() != c->element_type() || s->nbytes() != c->nbytes())
+        if (s->element_type() != ctype || s->nbytes() != c.bytes)
             bad(what, "input " + std::to_string(i) + " is a " + std::to_string(s->nbytes()) +
                           "-byte " + type_name(s->element_type()) +
-                          " storage but the graph was captured with a " +
-                          std::to_string(c->nbytes()) + "-byte " + type_name(c->element_type()) +
+                          " storage but the graph was captured with a " + std::to_string(c.bytes) +
+                          "-byte " + type_name(ctype) +
                           " one: a new profile needs a new capture (GraphFunction does that)");
         if (&s->device()->kernel() != &stream.device().kernel())
             bad(what, "input " + std::to_string(i) +
@@ -182,6 +185,11 @@ std::size_t Graph::output_count() const {
 
 std::vector<std::shared_ptr<Storage>> Graph::replay(Stream& stream) const {
     const auto& x = exe(s_);
+    for (std::size_t i = 0; i < x.inputs.size(); i++)
+        if (!x.inputs[i])
+            bad("graph replay", "the graph holds no storage for input " + std::to_string(i) +
+                                    " (a GraphFunction's graph keeps none of its calls' "
+                                    "inputs): replay it with inputs");
     return detail::graph::replay(x, stream, x.inputs);
 }
 
@@ -325,6 +333,13 @@ std::shared_ptr<Compiled> compile(const FunctionState& f, Stream& stream,
                                       "storages the body created or wrote");
         c->results.push_back(std::move(res));
     }
+    // The call's inputs are bound anew at each call: the graph does not
+    // keep this call's alive (only what the body captured itself).
+    auto held = std::make_shared<Executable>(x);
+    for (std::size_t b = 0; b < held->inputs.size(); b++)
+        if (c->boundary_source[b] >= 0)
+            held->inputs[b] = nullptr;
+    c->graph = Graph(std::move(held));
     return c;
 }
 

@@ -68,7 +68,11 @@ int rbln_read_file(const char *path, char *buf, size_t len);
 /* Unbinds @bdf from rbln. */
 int rbln_unbind(const char *bdf);
 
-/* Binds @bdf to rbln; the probe's error comes back as -errno. */
+/*
+ * Binds @bdf to rbln; the probe's error comes back as -errno.  The probe
+ * never sees injected allocation failures of this thread's make-it-fail
+ * (see rbln_util.c).
+ */
 int rbln_bind(const char *bdf);
 
 /* The hwmon directory of @bdf whose name is "rbln", into @dir. */

@@ -25,6 +25,10 @@
 #    children), up to BIN_TIMEOUT s each.  Their verdicts do not count
 #    (ioctls may fail with -ENOMEM); a binary still running at its timeout
 #    is a hang and fails the run.  The count of injected failures is printed.
+#    The binds the tests make (rbln_bind()) clear make-it-fail around the
+#    write: the probe runs in the writing task, and a failure injected in
+#    drm_sysfs_minor_alloc() crashes 6.12's DRM core (below; it took a
+#    whole run down from rbln_removal_test).  The probe's unwinding is 3's.
 # 3. Injection off; every card bound again (fault clear + bind); then
 #    probe's unwinding: the N-th allocation under rbln.ko of the task that
 #    writes the bind attribute fails (/proc/thread-self/fail-nth), for

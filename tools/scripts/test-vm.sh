@@ -144,8 +144,10 @@ step "debug kernel: its checkers fail a run on a leak (kmemleak) and a use-after
 	"$top/tests/runner/debug-checks.sh"
 [ "$section" = debug ] &&
 	imp_ko=$(importer "$top/build/debug-kernel/current/linux" "$top/build/debug-kernel/dmabuf-importer")
+# --hotplug as in the production steps: rbln_removal_test's hot unplug
+# (acpiphp: CONFIG_HOTPLUG_PCI_ACPI in the fragment).
 step "debug kernel: kselftests, 1 Rebel100 card" \
-	"${dbgvm[@]}" --timeout 2400 --modparams "$jobparams" -- bash -c "$(with_importer "$imp_ko")"
+	"${dbgvm[@]}" --hotplug --timeout 2400 --modparams "$jobparams" -- bash -c "$(with_importer "$imp_ko")"
 step "debug kernel: librbln streams, events, copies, memory and host memory, 2 Rebel100 cards" \
 	"${dbgvm[@]}" --timeout 1200 --cards 2 --modparams "$jobparams" -- bash -c \
 	"'$top/build/cmake/tests/integration/rbln_umd_vm_tests' &&
@@ -166,7 +168,7 @@ step "debug kernel: uAPI fuzzing, 60 s with card faults, 1 Rebel100 card" bash -
 	 '$top/tests/fuzz/uapi-in-vm.sh' '$top/build/fuzz' 60 faults"
 [ "$section" = debug ] && section=debug-extra	# debug-full only
 step "debug kernel: kselftests + rbln-smi, 2 ATOM cards" \
-	"${dbgvm[@]}" --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
+	"${dbgvm[@]}" --hotplug --timeout 2400 --cards 2 --family atom --hbm 512M --modparams "$jobparams" -- bash -c \
 	"$(with_importer "$imp_ko") && '$top/tests/vm/smi-check.sh' '$smi'"
 # failslab + fail_page_alloc (10 %, the test tasks, under rbln.ko) over
 # every kselftest, probe's unwinding by fail-nth, then a working card.

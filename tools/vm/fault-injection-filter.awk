@@ -15,17 +15,35 @@
 #   looks up a PFN at vm_start that was never mapped (the kernel's PAT
 #   untrack path, kernel/README.md).  Any other get_pat_info WARN stays.
 # Timestamps ("[ 12.345678] ") are ignored when matching.
+# With -v summary=FILE, each tolerated report is also listed there in one
+# line: its first line, then its first frame in rbln.ko ("<- rbln_...").
 
 function body(line) {
 	sub(/^\[[ 0-9.]*\] /, "", line)
 	return line
 }
 
+function frame(b) {
+	if (first_rbln == "" && b ~ /rbln_[A-Za-z0-9_]+\+0x/) {
+		first_rbln = b
+		sub(/^ */, "", first_rbln)
+	}
+}
+
+function listed(head) {
+	if (summary != "")
+		print head " <- " (first_rbln == "" ? "no rbln.ko frame" : first_rbln) > summary
+}
+
 BEGIN { mode = ""; allocs = 0; pats = 0; n = 0 }
 
 mode == "alloc" {
-	if (body($0) ~ /^ *<\/TASK>/)
+	b = body($0)
+	frame(b)
+	if (b ~ /^ *<\/TASK>/) {
+		listed(head)
 		mode = ""
+	}
 	next
 }
 
@@ -36,9 +54,11 @@ mode == "warn" {
 		has_remap = 1
 	if (b ~ /rbln_hbm_bo_mmap/)
 		has_rbln = 1
+	frame(b)
 	if (b ~ /---\[ end trace/) {
 		if (has_remap && has_rbln) {
 			pats++
+			listed(head)
 		} else {
 			for (i = 0; i < n; i++)
 				print buf[i]
@@ -54,6 +74,8 @@ mode == "warn" {
 	if (b ~ /page allocation failure: order:/ || b ~ /vmalloc error: size/) {
 		allocs++
 		mode = "alloc"
+		head = b
+		first_rbln = ""
 		next
 	}
 	if (b ~ /^WARNING: .* at arch\/x86\/mm\/pat\/memtype\.c:[0-9]+ get_pat_info/) {
@@ -61,6 +83,8 @@ mode == "warn" {
 		n = 0
 		has_remap = 0
 		has_rbln = 0
+		head = b
+		first_rbln = ""
 		buf[n++] = $0
 		next
 	}

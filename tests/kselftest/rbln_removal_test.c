@@ -224,6 +224,15 @@ static void bind_and_run(struct __test_metadata *_metadata, const char *bdf)
 	int minor, fd, err;
 
 	err = rbln_bind(bdf);
+	/*
+	 * After device_add the kernel probes the new function itself
+	 * (acpiphp's pci_bus_add_device()): once claim_function() has set the
+	 * override, that probe may bind rbln first, and this bind then waits
+	 * for it and fails with -EBUSY.  The card is bound either way (seen
+	 * once in 3 debug-kernel runs).
+	 */
+	if (err == -EBUSY && rbln_is_bound(bdf))
+		err = 0;
 	ASSERT_EQ(0, err) TH_LOG("bind %s: %s", bdf, strerror(-err));
 	minor = rbln_wait_node(bdf, NODE_TIMEOUT_MS);
 	ASSERT_LE(0, minor);

@@ -16,7 +16,8 @@
 #   untrack path, kernel/README.md).  Any other get_pat_info WARN stays.
 # Timestamps ("[ 12.345678] ") are ignored when matching.
 # With -v summary=FILE, each tolerated report is also listed there in one
-# line: its first line, then its first frame in rbln.ko ("<- rbln_...").
+# line: its first line, then its first reliable frame in rbln.ko ("<-
+# rbln_..."; not the "? " ones the unwinder only guessed).
 
 function body(line) {
 	sub(/^\[[ 0-9.]*\] /, "", line)
@@ -24,7 +25,7 @@ function body(line) {
 }
 
 function frame(b) {
-	if (first_rbln == "" && b ~ /rbln_[A-Za-z0-9_]+\+0x/) {
+	if (first_rbln == "" && b !~ /^ *\? / && b ~ /rbln_[A-Za-z0-9_]+\+0x/) {
 		first_rbln = b
 		sub(/^ */, "", first_rbln)
 	}

@@ -235,12 +235,12 @@ static inline int rbln_sched_init(struct drm_gpu_scheduler *sched,
 
 static inline int rbln_sched_job_init(struct drm_sched_job *job,
 				      struct drm_sched_entity *entity,
-				      u64 client_id)
+				      void *owner, u64 client_id)
 {
 #ifdef HAVE_DRM_SCHED_JOB_INIT_CLIENT_ID
-	return drm_sched_job_init(job, entity, 1, NULL, client_id);
+	return drm_sched_job_init(job, entity, 1, owner, client_id);
 #else
-	return drm_sched_job_init(job, entity, 1, NULL);
+	return drm_sched_job_init(job, entity, 1, owner);
 #endif
 }
 

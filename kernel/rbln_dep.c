@@ -24,9 +24,10 @@
 #include <linux/dma-fence.h>
 #include <linux/slab.h>
 
+#include <drm/gpu_scheduler.h>
+
 #include "rbln_dep.h"
 #include "rbln_drv.h"
-#include "rbln_queue.h"
 
 struct rbln_dep {
 	struct dma_fence base;
@@ -96,10 +97,13 @@ void rbln_deps_init(struct rbln_deps *deps)
 struct dma_fence *rbln_dep_wrap(struct rbln_file *rf, struct dma_fence *in)
 {
 	struct rbln_deps *deps = &rf->deps;
+	struct drm_sched_fence *s_fence;
 	unsigned long flags;
 	struct rbln_dep *d;
 
-	if (dma_fence_is_signaled(in) || rbln_queues_own_fence(rf, in))
+	/* The file's own jobs' fences have the file as their owner. */
+	s_fence = to_drm_sched_fence(in);
+	if (dma_fence_is_signaled(in) || (s_fence && s_fence->owner == rf))
 		return in;
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d) {

@@ -391,7 +391,7 @@ int rbln_submit(struct drm_file *file, struct drm_rbln_submit *args,
 		ret = rbln_job_prepare(job, args);
 	if (!ret)
 		ret = rbln_sched_job_init(&job->base, &job->queue->entity,
-					  file->client_id);
+					  job->queue->rf, file->client_id);
 	if (ret)
 		goto err_job;
 	ret = rbln_job_add_deps(file, job, args, &syncs, &ctx);

@@ -101,30 +101,6 @@ static void rbln_queues_reap(struct rbln_file *rf)
 		rbln_queue_teardown(q);
 }
 
-/*
- * True if @fence is a scheduler fence of one of @rf's queues (live or
- * destroyed): a job of the file's own.
- */
-bool rbln_queues_own_fence(struct rbln_file *rf, struct dma_fence *fence)
-{
-	struct rbln_queue *q;
-	unsigned long id;
-	bool own = false;
-
-	if (!to_drm_sched_fence(fence))
-		return false;
-	xa_lock(&rf->queues);
-	xa_for_each(&rf->queues, id, q) {
-		if (fence->context == q->entity.fence_context ||
-		    fence->context == q->entity.fence_context + 1) {
-			own = true;
-			break;
-		}
-	}
-	xa_unlock(&rf->queues);
-	return own;
-}
-
 int rbln_ioctl_queue_create(struct drm_device *drm, void *data,
 			    struct drm_file *file)
 {

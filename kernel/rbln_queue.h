@@ -62,7 +62,6 @@ void rbln_queue_put(struct rbln_queue *q);
 u64 rbln_queue_record_locked(struct rbln_queue *q, struct dma_fence *fence,
 			     struct dma_fence **old);
 unsigned int rbln_queues_wait(struct rbln_file *rf, unsigned int timeout_ms);
-bool rbln_queues_own_fence(struct rbln_file *rf, struct dma_fence *fence);
 void rbln_queues_fini(struct rbln_file *rf);
 
 #endif /* RBLN_QUEUE_H */
